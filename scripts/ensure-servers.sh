@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Installs the Debian server packages tenure's tests and demo run, when their binaries are missing.
+# Idempotent and fast when everything is present. Exits non-zero with a clear message otherwise.
+set -euo pipefail
+
+missing=()
+[ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
+command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
+[ -x /usr/bin/etcd ] || missing+=(etcd-server)
+[ -x /usr/bin/etcdctl ] || missing+=(etcd-client)
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "tenure: installing server packages: ${missing[*]}" >&2
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+    SUDO="sudo -n"
+  else
+    echo "tenure: cannot install ${missing[*]}: not root and no passwordless sudo." >&2
+    echo "tenure: install them with: apt-get install -y ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+if ! command -v apt-get >/dev/null 2>&1; then
+  echo "tenure: cannot install ${missing[*]}: apt-get not found (tenure's kit expects Debian packages)." >&2
+  exit 1
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+# The packages' service units must not start here; the kit runs the servers itself.
+$SUDO apt-get update -qq >/dev/null || { echo "tenure: apt-get update failed" >&2; exit 1; }
+if ! $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/tmp/tenure-apt.log 2>&1; then
+  echo "tenure: apt-get install ${missing[*]} failed; last lines of /tmp/tenure-apt.log:" >&2
+  tail -n 20 /tmp/tenure-apt.log >&2
+  exit 1
+fi
+# slf4j-simple makes ZooKeeper's log visible (without it logging is silently dropped).
+if [ ! -f /usr/share/java/slf4j-simple.jar ]; then
+  $SUDO apt-get install -y -qq --no-install-recommends libslf4j-java >/dev/null 2>&1 || true
+fi
+echo "tenure: server packages ready" >&2

@@ -1,0 +1,142 @@
+/**
+ * tenure's error hierarchy: one base class with a stable `code`, one subclass per condition.
+ * Never throw strings; every rejection a user can see is one of these (or carries one as `cause`).
+ */
+
+/** Stable machine-readable codes, one per error class. */
+export type TenureErrorCode =
+  | 'TENURE_ERROR'
+  | 'CONFIG_INVALID'
+  | 'LEASE_LOST'
+  | 'STALE_FENCE'
+  | 'NOT_LEADER'
+  | 'SESSION_EXPIRED'
+  | 'ACQUIRE_TIMEOUT'
+  | 'CLOSED'
+  | 'SERVER_START_FAILED';
+
+export interface TenureErrorOptions {
+  /** The underlying error, when this one wraps another. */
+  cause?: unknown;
+  /** Whether trying the same operation again may succeed. @default false */
+  retryable?: boolean;
+}
+
+/** Base class of every error tenure throws. */
+export class TenureError extends Error {
+  /** Stable code to branch on (`err.code === 'STALE_FENCE'`). */
+  readonly code: TenureErrorCode;
+  /** Whether trying the same operation again may succeed. */
+  readonly retryable: boolean;
+
+  constructor(message: string, code: TenureErrorCode = 'TENURE_ERROR', options: TenureErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.retryable = options.retryable ?? false;
+  }
+}
+
+/** An option or argument is invalid. Thrown at construction, before anything runs. */
+export class ConfigError extends TenureError {
+  /** The option or argument that is wrong, e.g. `ttlSeconds` or `path`. */
+  readonly field: string;
+
+  constructor(field: string, message: string, options: TenureErrorOptions = {}) {
+    super(`${field}: ${message}`, 'CONFIG_INVALID', options);
+    this.field = field;
+  }
+}
+
+/** Why a lease ended or may have ended. */
+export type LeaseLostReason =
+  /** The holder released it (`release()`, `resign()`, dispose). */
+  | 'released'
+  /** The local deadline on the monotonic clock passed before a renewal was acknowledged. */
+  | 'deadline'
+  /** The store said the lease is gone (expired, revoked, deleted, owned by someone else). */
+  | 'expired'
+  /** The connection was interrupted; the lease may still be alive but cannot be trusted (ZK SUSPENDED). */
+  | 'suspended'
+  /** The session that owned the lease ended (ZK session expiry, etcd lease gone). */
+  | 'session-lost'
+  /** A renewal failed or was refused. */
+  | 'renew-failed'
+  /** The owning session or recipe was closed. */
+  | 'closed'
+  /** The holder's connection to the store died (Postgres pinned client). */
+  | 'connection-lost';
+
+/** The lease ended (or may have ended) while its holder held it. */
+export class LeaseLostError extends TenureError {
+  readonly reason: LeaseLostReason;
+  /** The fence of the lease that was lost, when known. */
+  readonly fence: bigint | undefined;
+
+  constructor(reason: LeaseLostReason, message?: string, options: TenureErrorOptions & { fence?: bigint } = {}) {
+    super(message ?? `lease lost: ${reason}`, 'LEASE_LOST', { retryable: reason !== 'released' && reason !== 'closed', ...options });
+    this.reason = reason;
+    this.fence = options.fence;
+  }
+}
+
+/** A fenced resource refused a write whose fence is lower than the highest it has accepted. */
+export class StaleFenceError extends TenureError {
+  /** The fence the rejected write carried. */
+  readonly fence: bigint;
+  /** The highest fence the resource had accepted when it refused. */
+  readonly highest: bigint;
+  /** The resource's name, when it has one. */
+  readonly resource: string | undefined;
+
+  constructor(fence: bigint, highest: bigint, resource?: string) {
+    super(
+      `stale fence ${fence} rejected${resource === undefined ? '' : ` by ${resource}`}: highest accepted is ${highest}`,
+      'STALE_FENCE',
+    );
+    this.fence = fence;
+    this.highest = highest;
+    this.resource = resource;
+  }
+}
+
+/** An operation that needs leadership ran while not leading. */
+export class NotLeaderError extends TenureError {
+  constructor(message = 'not the leader', options: TenureErrorOptions = {}) {
+    super(message, 'NOT_LEADER', options);
+  }
+}
+
+/** The session behind a recipe expired or was lost; the recipe cannot continue on it. */
+export class SessionExpiredError extends TenureError {
+  constructor(message = 'session expired', options: TenureErrorOptions = {}) {
+    super(message, 'SESSION_EXPIRED', { retryable: true, ...options });
+  }
+}
+
+/** An acquire or campaign did not succeed within its `timeoutMs`. */
+export class AcquireTimeoutError extends TenureError {
+  readonly timeoutMs: number;
+
+  constructor(timeoutMs: number, what = 'acquire') {
+    super(`${what} timed out after ${timeoutMs} ms`, 'ACQUIRE_TIMEOUT', { retryable: true });
+    this.timeoutMs = timeoutMs;
+  }
+}
+
+/** A recipe, session or server handle was used after `close()` / `stop()`. */
+export class ClosedError extends TenureError {
+  constructor(what: string) {
+    super(`${what} is closed`, 'CLOSED');
+  }
+}
+
+/** A test server did not become ready. The message carries the tail of its log. */
+export class ServerStartError extends TenureError {
+  readonly log: string;
+
+  constructor(message: string, log: string, options: TenureErrorOptions = {}) {
+    super(log ? `${message}\n--- server log (tail) ---\n${log}` : message, 'SERVER_START_FAILED', options);
+    this.log = log;
+  }
+}

@@ -1,0 +1,213 @@
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { optionalNumber, optionalString, requireOptions } from '../core/validate.js';
+import { freePorts, httpRequest } from './net.js';
+import { makeTempDir, type SpawnSpec } from './process.js';
+import { removeDir } from './registry.js';
+import { LocalCluster, LocalServer } from './server.js';
+
+export interface EtcdServerOptions {
+  /** Raft heartbeat in ms. @default 50 */
+  heartbeatMs?: number;
+  /** Raft election timeout in ms; the minimum lease TTL is about 1.5× this. @default 500 */
+  electionMs?: number;
+  /** Where data dirs go. @default '/dev/shm' when present (etcd fsyncs every write), else the temp dir */
+  dataBase?: string;
+  /** @default '/usr/bin/etcd' */
+  binary?: string;
+}
+
+interface Member {
+  name: string;
+  clientPort: number;
+  peerPort: number;
+}
+
+function defaultBase(): string | undefined {
+  return existsSync('/dev/shm') ? '/dev/shm' : undefined;
+}
+
+/** A member's identity as the v3 maintenance API reports it. */
+interface EtcdStatus {
+  memberId: string;
+  leader: string;
+  raftTerm: string;
+}
+
+/**
+ * A real etcd 3.4 server on loopback ports, data on tmpfs by default, short raft timings so a
+ * lease TTL of 1–2 s works and a new raft leader is elected within about a second.
+ */
+export class EtcdServer extends LocalServer {
+  readonly name: string;
+  readonly host = '127.0.0.1';
+  readonly #opts: Required<Omit<EtcdServerOptions, 'dataBase'>> & { dataBase: string | undefined };
+  #self: Member | undefined;
+  #cluster: { members: Member[]; token: string } | undefined;
+
+  constructor(options?: EtcdServerOptions, member?: { name: string; dir: string }) {
+    super();
+    const o = requireOptions('options', options);
+    const heartbeatMs = optionalNumber('heartbeatMs', o.heartbeatMs, 50, { integer: true, min: 1 });
+    const electionMs = optionalNumber('electionMs', o.electionMs, 500, { integer: true, min: 5 * heartbeatMs });
+    this.#opts = {
+      heartbeatMs,
+      electionMs,
+      dataBase: o.dataBase === undefined ? defaultBase() : optionalString('dataBase', o.dataBase, ''),
+      binary: optionalString('binary', o.binary, '/usr/bin/etcd'),
+    };
+    this.name = member ? `etcd-${member.name}` : 'etcd';
+    if (member) {
+      this.useDir(member.dir);
+      this.portRetries = 0; // the cluster picks ports for all members at once
+    }
+    this.readyTimeoutMs = 20_000;
+  }
+
+  /** @internal the cluster wires its members together. */
+  setCluster(self: Member, members: Member[], token: string): void {
+    this.#self = self;
+    this.#cluster = { members, token };
+  }
+
+  get clientPort(): number {
+    if (!this.#self) throw new Error(`${this.name}: not started`);
+    return this.#self.clientPort;
+  }
+
+  get peerPort(): number {
+    if (!this.#self) throw new Error(`${this.name}: not started`);
+    return this.#self.peerPort;
+  }
+
+  /** `http://127.0.0.1:<clientPort>` */
+  get endpoint(): string {
+    return `http://${this.host}:${this.clientPort}`;
+  }
+
+  /** `[endpoint]`, the shape the etcd3 client's `hosts` option takes. */
+  get endpoints(): string[] {
+    return [this.endpoint];
+  }
+
+  get connectionString(): string {
+    return this.endpoint;
+  }
+
+  /** This member's id, the raft leader's id and the raft term, from the v3 maintenance API. */
+  async status(timeoutMs = 1000): Promise<EtcdStatus> {
+    const r = await httpRequest(this.clientPort, '/v3/maintenance/status', { method: 'POST', body: '{}', timeoutMs });
+    const j = JSON.parse(r.body) as { header?: { member_id?: string }; leader?: string; raftTerm?: string };
+    return { memberId: String(j.header?.member_id ?? ''), leader: String(j.leader ?? ''), raftTerm: String(j.raftTerm ?? '') };
+  }
+
+  protected override tempBase(): string | undefined {
+    return this.#opts.dataBase;
+  }
+
+  protected async allocatePorts(): Promise<void> {
+    if (this.#cluster) return;
+    const [clientPort, peerPort] = await freePorts(2);
+    const self = { name: 'n1', clientPort: clientPort!, peerPort: peerPort! };
+    this.#self = self;
+    this.#cluster = { members: [self], token: `tenure-${randomBytes(6).toString('hex')}` };
+  }
+
+  protected spawnSpec(dir: string): SpawnSpec {
+    const self = this.#self!;
+    const cluster = this.#cluster!;
+    const peerUrl = (m: Member): string => `http://${this.host}:${m.peerPort}`;
+    const client = `http://${this.host}:${self.clientPort}`;
+    return {
+      command: this.#opts.binary,
+      args: [
+        '--name', self.name,
+        '--data-dir', join(dir, 'data'),
+        '--listen-client-urls', client,
+        '--advertise-client-urls', client,
+        '--listen-peer-urls', peerUrl(self),
+        '--initial-advertise-peer-urls', peerUrl(self),
+        '--initial-cluster', cluster.members.map((m) => `${m.name}=${peerUrl(m)}`).join(','),
+        '--initial-cluster-state', 'new',
+        '--initial-cluster-token', cluster.token,
+        '--heartbeat-interval', String(this.#opts.heartbeatMs),
+        '--election-timeout', String(this.#opts.electionMs),
+        '--logger', 'zap',
+        '--log-level', 'warn',
+      ],
+      cwd: dir,
+      logFile: join(dir, 'server.log'),
+    };
+  }
+
+  protected async probe(): Promise<boolean> {
+    const r = await httpRequest(this.clientPort, '/health', { timeoutMs: 500 });
+    return r.status === 200 && /"health":\s*"true"/.test(r.body);
+  }
+}
+
+export interface EtcdClusterOptions extends EtcdServerOptions {
+  /** Number of members. @default 3 */
+  size?: number;
+}
+
+/** A real etcd cluster (3 members by default) on loopback ports. */
+export class EtcdCluster extends LocalCluster<EtcdServer> {
+  readonly members: readonly EtcdServer[];
+  readonly #root: string;
+
+  constructor(options?: EtcdClusterOptions) {
+    super();
+    const o = requireOptions('options', options);
+    const size = optionalNumber('size', o.size, 3, { integer: true, min: 1, max: 9 });
+    const { size: _size, ...serverOptions } = o;
+    // Validate member options before making anything.
+    new EtcdServer(serverOptions, { name: 'probe', dir: '/nonexistent' });
+    this.#root = makeTempDir('etcd-cluster', serverOptions.dataBase ?? defaultBase());
+    this.members = Array.from({ length: size }, (_, i) => {
+      const dir = join(this.#root, `n${i + 1}`);
+      mkdirSync(dir);
+      return new EtcdServer(serverOptions, { name: `n${i + 1}`, dir });
+    });
+  }
+
+  override async start(): Promise<this> {
+    if (this.members[0]!.running) return this;
+    for (let attempt = 0; ; attempt++) {
+      const ports = await freePorts(this.members.length * 2);
+      const members = this.members.map((_, i) => ({ name: `n${i + 1}`, clientPort: ports[2 * i]!, peerPort: ports[2 * i + 1]! }));
+      const token = `tenure-${randomBytes(6).toString('hex')}`;
+      this.members.forEach((m, i) => m.setCluster(members[i]!, members, token));
+      try {
+        await super.start();
+        return this;
+      } catch (e) {
+        // A half-bootstrapped member keeps the old cluster identity: start the next try clean.
+        for (const m of this.members) {
+          rmSync(join(m.dir, 'data'), { recursive: true, force: true });
+        }
+        if (attempt >= 2 || !/address already in use/i.test(String((e as Error).message))) throw e;
+      }
+    }
+  }
+
+  /** Every member's client endpoint. */
+  get endpoints(): string[] {
+    return this.members.map((m) => m.endpoint);
+  }
+
+  async leader(): Promise<EtcdServer | undefined> {
+    const live = this.members.filter((m) => m.running && !m.paused);
+    const statuses = await Promise.all(live.map((m) => m.status(500).catch(() => undefined)));
+    for (let i = 0; i < live.length; i++) {
+      const s = statuses[i];
+      if (s && s.leader !== '' && s.leader !== '0' && s.memberId === s.leader) return live[i];
+    }
+    return undefined;
+  }
+
+  protected override async removeDirs(): Promise<void> {
+    removeDir(this.#root);
+  }
+}

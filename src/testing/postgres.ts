@@ -1,0 +1,172 @@
+import { execFile } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { ServerStartError } from '../core/errors.js';
+import { optionalString, requireNumber, requireOptions } from '../core/validate.js';
+import { freePort } from './net.js';
+import { makeTempDir, type SpawnSpec } from './process.js';
+import { LocalServer } from './server.js';
+
+const run = promisify(execFile);
+
+export interface PostgresServerOptions {
+  /** Port to listen on. @default a free loopback port */
+  port?: number;
+  /** Directory holding `initdb` and `postgres`. @default the newest /usr/lib/postgresql/<v>/bin */
+  binDir?: string;
+  /** Extra `-c name=value` settings. */
+  settings?: Record<string, string | number>;
+}
+
+function findBinDir(): string {
+  const base = '/usr/lib/postgresql';
+  const versions = existsSync(base)
+    ? readdirSync(base)
+        .filter((v) => existsSync(join(base, v, 'bin', 'initdb')))
+        .sort((a, b) => Number(b) - Number(a))
+    : [];
+  if (versions.length === 0) {
+    throw new ServerStartError('postgres: no initdb under /usr/lib/postgresql/*/bin (run scripts/ensure-servers.sh)', '');
+  }
+  return join(base, versions[0]!, 'bin');
+}
+
+/** The user Postgres runs as: `postgres` when we are root (Postgres refuses root), else ourselves. */
+function postgresUser(): { uid: number; gid: number } | undefined {
+  if (process.getuid?.() !== 0) return undefined;
+  const line = readFileSync('/etc/passwd', 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('postgres:'));
+  if (!line) throw new ServerStartError('postgres: running as root but there is no postgres user to run the server as', '');
+  const [, , uid, gid] = line.split(':');
+  return { uid: Number(uid), gid: Number(gid) };
+}
+
+const templates = new Map<string, Promise<string>>();
+
+/** initdb once per process and bin dir; each server copies the template (~10× faster). */
+function template(binDir: string, owner: { uid: number; gid: number } | undefined): Promise<string> {
+  let t = templates.get(binDir);
+  if (!t) {
+    t = (async () => {
+      const dir = makeTempDir('pg-template', undefined, owner);
+      const pgdata = join(dir, 'pgdata');
+      try {
+        await run(
+          join(binDir, 'initdb'),
+          ['-D', pgdata, '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8', '--locale=C.UTF-8', '--no-instructions'],
+          { uid: owner?.uid, gid: owner?.gid, env: { ...process.env, LC_ALL: 'C.UTF-8' }, cwd: dir },
+        );
+      } catch (e) {
+        const err = e as { stderr?: string; stdout?: string };
+        throw new ServerStartError('postgres: initdb failed', `${err.stdout ?? ''}${err.stderr ?? ''}`, { cause: e });
+      }
+      return pgdata;
+    })();
+    templates.set(binDir, t);
+    t.catch(() => templates.delete(binDir));
+  }
+  return t;
+}
+
+/**
+ * A real PostgreSQL server (initdb'd fresh, fsync off) on a loopback port. As root it runs as the
+ * `postgres` user. Trust auth, superuser `postgres`, database `postgres`.
+ */
+export class PostgresServer extends LocalServer {
+  readonly name = 'postgres';
+  readonly host = '127.0.0.1';
+  #port: number | undefined;
+  readonly #fixedPort: boolean;
+  readonly #binDir: string;
+  readonly #settings: Record<string, string | number>;
+  readonly #owner = postgresUser();
+
+  constructor(options?: PostgresServerOptions) {
+    super();
+    const o = requireOptions('options', options);
+    if (o.port !== undefined) this.#port = requireNumber('port', o.port, { integer: true, min: 1, max: 65535 });
+    this.#fixedPort = o.port !== undefined;
+    this.#binDir = o.binDir === undefined ? findBinDir() : optionalString('binDir', o.binDir, '');
+    this.#settings = requireOptions('settings', o.settings);
+    this.stopSignal = 'SIGINT'; // "fast" shutdown; SIGTERM waits for clients to leave
+    this.gracefulStop = true;
+    this.readyTimeoutMs = 30_000;
+  }
+
+  get port(): number {
+    if (this.#port === undefined) throw new Error('postgres: not started');
+    return this.#port;
+  }
+
+  /** `postgres://postgres@127.0.0.1:<port>/postgres` */
+  get connectionString(): string {
+    return `postgres://postgres@${this.host}:${this.port}/postgres`;
+  }
+
+  /** Options for `new pg.Pool(...)`. */
+  get connectionConfig(): { host: string; port: number; user: string; database: string } {
+    return { host: this.host, port: this.port, user: 'postgres', database: 'postgres' };
+  }
+
+  protected override runAs(): { uid: number; gid: number } | undefined {
+    return this.#owner;
+  }
+
+  protected async allocatePorts(): Promise<void> {
+    if (!this.#fixedPort) this.#port = await freePort();
+  }
+
+  protected override async initDataDir(dir: string): Promise<void> {
+    const src = await template(this.#binDir, this.#owner);
+    await run('cp', ['-a', src, join(dir, 'pgdata')]);
+  }
+
+  protected spawnSpec(dir: string): SpawnSpec {
+    const settings: Record<string, string | number> = {
+      listen_addresses: this.host,
+      fsync: 'off',
+      synchronous_commit: 'off',
+      full_page_writes: 'off',
+      max_connections: 200,
+      // Segments live in the data dir, so even a SIGKILLed server leaks nothing in /dev/shm.
+      dynamic_shared_memory_type: 'mmap',
+      ...this.#settings,
+    };
+    return {
+      command: join(this.#binDir, 'postgres'),
+      args: [
+        '-D', join(dir, 'pgdata'), '-p', String(this.port), '-k', dir,
+        ...Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`]),
+      ],
+      env: { ...process.env, LC_ALL: 'C.UTF-8' },
+      cwd: dir,
+      logFile: join(dir, 'server.log'),
+    };
+  }
+
+  /**
+   * Stops for good. A server that was SIGKILLed (and not restarted) leaves its small SysV
+   * shared-memory segment behind; the id is in `postmaster.pid`, so remove it.
+   */
+  override async stop(): Promise<void> {
+    let shmId: string | undefined;
+    if (!this.running) try {
+      const lines = readFileSync(join(this.dir, 'pgdata', 'postmaster.pid'), 'utf8').split('\n');
+      shmId = lines[6]?.trim().split(/\s+/)[1];
+    } catch {
+      shmId = undefined; // not started, or shut down cleanly
+    }
+    await super.stop();
+    if (shmId && /^\d+$/.test(shmId)) await run('ipcrm', ['-m', shmId]).catch(() => undefined);
+  }
+
+  protected async probe(): Promise<boolean> {
+    const r = await run(join(this.#binDir, 'pg_isready'), ['-q', '-h', this.host, '-p', String(this.port), '-t', '1']).then(
+      () => true,
+      () => false,
+    );
+    return r;
+  }
+}

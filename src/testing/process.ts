@@ -1,0 +1,150 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream, mkdtempSync, chownSync, type WriteStream } from 'node:fs';
+import { tmpdir } from 'node:os';
+import type { Socket } from 'node:net';
+import { join } from 'node:path';
+import { trackDir, trackProcess, untrackProcess } from './registry.js';
+
+/** How a child process ended. */
+export interface ExitInfo {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+export interface SpawnSpec {
+  command: string;
+  args: string[];
+  cwd?: string;
+  env?: NodeJS.ProcessEnv;
+  /** Run as this user (e.g. Postgres refuses root). */
+  uid?: number;
+  gid?: number;
+  /** Append stdout and stderr here. */
+  logFile: string;
+}
+
+const TAIL_BYTES = 16 * 1024;
+
+/**
+ * One spawned server process, leader of its own process group so that pause/resume/kill reach
+ * every process the server forks (Postgres backends, for one). Output goes to a log file and a
+ * tail kept in memory for error messages.
+ */
+export class ManagedProcess {
+  readonly pid: number;
+  readonly exited: Promise<ExitInfo>;
+  #child: ChildProcess;
+  #exit: ExitInfo | undefined;
+  #tail = '';
+  #log: WriteStream;
+
+  private constructor(spec: SpawnSpec) {
+    this.#log = createWriteStream(spec.logFile, { flags: 'a' });
+    this.#child = spawn(spec.command, spec.args, {
+      cwd: spec.cwd,
+      env: spec.env ?? process.env,
+      uid: spec.uid,
+      gid: spec.gid,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const onData = (chunk: Buffer): void => {
+      this.#log.write(chunk);
+      this.#tail = (this.#tail + chunk.toString('utf8')).slice(-TAIL_BYTES);
+    };
+    this.#child.stdout?.on('data', onData);
+    this.#child.stderr?.on('data', onData);
+    this.exited = new Promise<ExitInfo>((resolve) => {
+      const done = (info: ExitInfo): void => {
+        if (this.#exit) return;
+        this.#exit = info;
+        if (this.#child.pid !== undefined) untrackProcess(this.#child.pid);
+        this.#log.end();
+        resolve(info);
+      };
+      this.#child.once('exit', (code, signal) => done({ code, signal }));
+      this.#child.once('error', (err) => {
+        this.#tail += `\n[spawn error] ${err.message}`;
+        done({ code: -1, signal: null });
+      });
+    });
+    this.pid = this.#child.pid ?? -1;
+    if (this.pid > 0) trackProcess(this.pid, `${spec.command} ${spec.args.join(' ')}`.slice(0, 400));
+    // The kit must never keep the test process alive by itself.
+    this.#child.unref();
+    (this.#child.stdout as Socket | null)?.unref();
+    (this.#child.stderr as Socket | null)?.unref();
+  }
+
+  static spawn(spec: SpawnSpec): ManagedProcess {
+    return new ManagedProcess(spec);
+  }
+
+  /** True until the process has exited. */
+  get running(): boolean {
+    return this.#exit === undefined && this.pid > 0;
+  }
+
+  /** The last ~16 KiB the process printed. */
+  tail(): string {
+    return this.#tail;
+  }
+
+  /** Sends `sig` to the whole process group. */
+  signal(sig: NodeJS.Signals): void {
+    if (!this.running) return;
+    try {
+      process.kill(-this.pid, sig);
+    } catch {
+      try {
+        process.kill(this.pid, sig);
+      } catch {
+        // already gone
+      }
+    }
+  }
+
+  /** SIGKILLs the group and waits for the exit. */
+  async kill(): Promise<ExitInfo> {
+    this.signal('SIGCONT');
+    this.signal('SIGKILL');
+    return keepAlive(this.exited);
+  }
+
+  /** SIGTERM, then SIGKILL after `graceMs`; waits for the exit. */
+  async stop(graceMs = 3000): Promise<ExitInfo> {
+    if (!this.running) return this.exited;
+    this.signal('SIGCONT');
+    this.signal('SIGTERM');
+    const timer = setTimeout(() => this.signal('SIGKILL'), graceMs);
+    try {
+      return await keepAlive(this.exited);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+/**
+ * Keeps the event loop alive until `p` settles. Children are unref'd so a forgotten server never
+ * holds a test process open, but an awaited stop must still finish before the process exits.
+ */
+export async function keepAlive<T>(p: Promise<T>): Promise<T> {
+  const timer = setInterval(() => undefined, 60_000);
+  try {
+    return await p;
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+/**
+ * Makes a temp dir that is removed at exit (and by `reapOrphans` if its owner dies).
+ * `base` defaults to the system temp dir; etcd uses `/dev/shm` when present.
+ */
+export function makeTempDir(prefix: string, base = tmpdir(), owner?: { uid: number; gid: number }): string {
+  const dir = mkdtempSync(join(base, `tenure-${prefix}-`));
+  trackDir(dir);
+  if (owner) chownSync(dir, owner.uid, owner.gid);
+  return dir;
+}

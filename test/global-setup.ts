@@ -1,0 +1,19 @@
+import { reapOrphans } from '../src/testing/registry.js';
+
+/**
+ * Before the suite: end anything an earlier, killed run left behind.
+ * After it: every test worker has exited, so any recorded server process or temp dir still
+ * around is a leak. Reap it and fail the run, naming what leaked.
+ */
+export function setup(): void {
+  reapOrphans();
+}
+
+export function teardown(): void {
+  const leaked = reapOrphans();
+  if (leaked.killed.length > 0 || leaked.removedDirs.length > 0) {
+    throw new Error(
+      `test suite left resources behind (now cleaned up): ${JSON.stringify(leaked, null, 2)}`,
+    );
+  }
+}
