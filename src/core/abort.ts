@@ -7,7 +7,7 @@ import { AcquireTimeoutError, ConfigError } from './errors.js';
 
 /** Resolves after `ms`, or rejects with `signal.reason` as soon as `signal` aborts. */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  signal?.throwIfAborted();
+  if (signal?.aborted) return Promise.reject(signal.reason);
   return new Promise<void>((resolve, reject) => {
     const onAbort = (): void => {
       clearTimeout(timer);

@@ -72,13 +72,13 @@ export class LeaseController {
   constructor(init: LeaseInit) {
     this.#init = init;
     this.#clock = init.clock ?? monotonicClock;
-    const self = this;
+    const checkDeadline = (): boolean => this.#checkDeadline();
     const lease: Lease = {
       name: init.name,
       fence: init.fence,
       signal: this.#abort.signal,
       get lost() {
-        return self.#checkDeadline();
+        return checkDeadline();
       },
       remainingMs: () => {
         if (this.#abort.signal.aborted) return 0;

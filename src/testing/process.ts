@@ -49,7 +49,7 @@ export class ManagedProcess {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const onData = (chunk: Buffer): void => {
-      this.#log.write(chunk);
+      if (!this.#log.writableEnded) this.#log.write(chunk);
       this.#tail = (this.#tail + chunk.toString('utf8')).slice(-TAIL_BYTES);
     };
     this.#child.stdout?.on('data', onData);
@@ -59,13 +59,15 @@ export class ManagedProcess {
         if (this.#exit) return;
         this.#exit = info;
         if (this.#child.pid !== undefined) untrackProcess(this.#child.pid);
-        this.#log.end();
         resolve(info);
       };
       this.#child.once('exit', (code, signal) => done({ code, signal }));
+      // Output may still drain after 'exit'; the log closes once every stdio stream has.
+      this.#child.once('close', () => this.#log.end());
       this.#child.once('error', (err) => {
         this.#tail += `\n[spawn error] ${err.message}`;
         done({ code: -1, signal: null });
+        this.#log.end();
       });
     });
     this.pid = this.#child.pid ?? -1;

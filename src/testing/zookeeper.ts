@@ -161,8 +161,9 @@ export class ZooKeeperEnsemble extends LocalCluster<ZooKeeperServer> {
     super();
     const o = requireOptions('options', options);
     const size = optionalNumber('size', o.size, 3, { integer: true, min: 1, max: 9 });
-    this.#root = makeTempDir('zk-ensemble');
     const { size: _size, ...serverOptions } = o;
+    new ZooKeeperServer(serverOptions); // validate member options before making anything
+    this.#root = makeTempDir('zk-ensemble');
     this.members = Array.from({ length: size }, (_, i) => {
       const dir = join(this.#root, `m${i + 1}`);
       mkdirSync(dir);

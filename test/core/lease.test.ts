@@ -1,0 +1,94 @@
+import { describe, expect, it, vi } from 'vitest';
+import { LeaseController, LeaseLostError, type Clock } from '../../src/index.js';
+
+function manualClock(start = 0): Clock & { t: number } {
+  const c = { t: start, now: () => c.t };
+  return c;
+}
+
+describe('Lease', () => {
+  it('exposes its fence and a live signal until something ends it', () => {
+    const c = new LeaseController({ name: 'jobs', fence: 42n, release: async () => undefined });
+    expect(c.lease.fence).toBe(42n);
+    expect(c.lease.name).toBe('jobs');
+    expect(c.lease.signal.aborted).toBe(false);
+    expect(c.lease.lost).toBe(false);
+    expect(c.lease.remainingMs()).toBe(Infinity);
+    expect(() => c.lease.throwIfLost()).not.toThrow();
+  });
+
+  it('throwIfLost checks the local deadline synchronously on the monotonic clock', () => {
+    const clock = manualClock(1000);
+    const c = new LeaseController({ name: 'jobs', fence: 1n, clock, deadline: () => 1500, release: async () => undefined });
+    expect(c.lease.remainingMs()).toBe(500);
+    clock.t = 1499;
+    expect(() => c.lease.throwIfLost()).not.toThrow();
+    clock.t = 1500;
+    expect(() => c.lease.throwIfLost()).toThrow(LeaseLostError);
+    expect(c.lease.signal.aborted).toBe(true);
+    expect((c.lease.signal.reason as LeaseLostError).reason).toBe('deadline');
+    expect(c.lease.remainingMs()).toBe(0);
+  });
+
+  it('a session-extended deadline keeps the lease', () => {
+    const clock = manualClock(0);
+    let deadline = 100;
+    const c = new LeaseController({ name: 'n', fence: 1n, clock, deadline: () => deadline, release: async () => undefined });
+    clock.t = 90;
+    deadline = 190; // a renewal was acknowledged
+    clock.t = 150;
+    expect(c.lease.lost).toBe(false);
+  });
+
+  it("aborts when the owning session's signal aborts, keeping the session's reason", () => {
+    const session = new AbortController();
+    const c = new LeaseController({ name: 'n', fence: 3n, parent: session.signal, release: async () => undefined });
+    session.abort(new LeaseLostError('suspended'));
+    expect(c.lease.signal.aborted).toBe(true);
+    expect((c.lease.signal.reason as LeaseLostError).reason).toBe('suspended');
+  });
+
+  it('is born lost when its session already ended', () => {
+    const session = new AbortController();
+    session.abort(new Error('gone'));
+    const c = new LeaseController({ name: 'n', fence: 3n, parent: session.signal, release: async () => undefined });
+    expect(c.lease.lost).toBe(true);
+    expect((c.lease.signal.reason as LeaseLostError).reason).toBe('session-lost');
+  });
+
+  it('release is idempotent, aborts the signal first and calls the store once', async () => {
+    const store = vi.fn(async () => undefined);
+    const c = new LeaseController({ name: 'n', fence: 1n, release: store });
+    let abortedBeforeStore = false;
+    store.mockImplementation(async () => {
+      abortedBeforeStore = c.lease.signal.aborted;
+    });
+    await Promise.all([c.lease.release(), c.lease.release()]);
+    await c.lease[Symbol.asyncDispose]();
+    expect(store).toHaveBeenCalledTimes(1);
+    expect(abortedBeforeStore).toBe(true);
+    expect((c.lease.signal.reason as LeaseLostError).reason).toBe('released');
+  });
+
+  it('works with await using', async () => {
+    const store = vi.fn(async () => undefined);
+    {
+      await using lease = new LeaseController({ name: 'n', fence: 1n, release: store }).lease;
+      expect(lease.lost).toBe(false);
+    }
+    expect(store).toHaveBeenCalledTimes(1);
+  });
+
+  it('a store-side release failure rejects release()', async () => {
+    const c = new LeaseController({ name: 'n', fence: 1n, release: () => Promise.reject(new Error('store down')) });
+    await expect(c.lease.release()).rejects.toThrow('store down');
+  });
+
+  it('the first loss wins; later ones do not rewrite the reason', () => {
+    const c = new LeaseController({ name: 'n', fence: 1n, release: async () => undefined });
+    c.lose('expired');
+    c.lose('closed');
+    expect((c.lease.signal.reason as LeaseLostError).reason).toBe('expired');
+    expect((c.lease.signal.reason as LeaseLostError).fence).toBe(1n);
+  });
+});
