@@ -1,5 +1,6 @@
 import { monotonicClock, type Clock } from './clock.js';
-import { LeaseLostError, type LeaseLostReason } from './errors.js';
+import { ConfigError, LeaseLostError, type LeaseLostReason } from './errors.js';
+import { optionalSignal, requireFunction, requireOptions, requireString } from './validate.js';
 
 /**
  * A lock or a leadership term. It ends when the store says so, not when the holder thinks so:
@@ -70,6 +71,12 @@ export class LeaseController {
   };
 
   constructor(init: LeaseInit) {
+    requireOptions('init', init);
+    requireString('name', init.name);
+    if (typeof init.fence !== 'bigint') throw new ConfigError('fence', `must be a bigint, got ${typeof init.fence}`);
+    requireFunction('release', init.release);
+    if (init.deadline !== undefined) requireFunction('deadline', init.deadline);
+    optionalSignal('parent', init.parent);
     this.#init = init;
     this.#clock = init.clock ?? monotonicClock;
     const checkDeadline = (): boolean => this.#checkDeadline();

@@ -92,3 +92,16 @@ describe('Lease', () => {
     expect((c.lease.signal.reason as LeaseLostError).fence).toBe(1n);
   });
 });
+
+describe('LeaseController validation', () => {
+  const release = async (): Promise<void> => undefined;
+  it.each<[string, Record<string, unknown>]>([
+    ['name', { name: '', fence: 1n, release }],
+    ['fence', { name: 'n', fence: 1, release }],
+    ['release', { name: 'n', fence: 1n }],
+    ['deadline', { name: 'n', fence: 1n, release, deadline: 5 }],
+    ['parent', { name: 'n', fence: 1n, release, parent: {} }],
+  ])('rejects a bad %s with ConfigError naming it', (field, init) => {
+    expect(() => new LeaseController(init as never)).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID', field }));
+  });
+});
