@@ -1,10 +1,9 @@
-import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { optionalNumber, optionalString, requireOptions } from '../core/validate.js';
 import { freePorts, httpRequest } from './net.js';
 import { makeTempDir, type SpawnSpec } from './process.js';
-import { removeDir } from './registry.js';
 import { LocalCluster, LocalServer } from './server.js';
 
 export interface EtcdServerOptions {
@@ -155,41 +154,25 @@ export interface EtcdClusterOptions extends EtcdServerOptions {
 /** A real etcd cluster (3 members by default) on loopback ports. */
 export class EtcdCluster extends LocalCluster<EtcdServer> {
   readonly members: readonly EtcdServer[];
-  readonly #root: string;
 
   constructor(options?: EtcdClusterOptions) {
-    super();
     const o = requireOptions('options', options);
     const size = optionalNumber('size', o.size, 3, { integer: true, min: 1, max: 9 });
     const { size: _size, ...serverOptions } = o;
-    // Validate member options before making anything.
-    new EtcdServer(serverOptions, { name: 'probe', dir: '/nonexistent' });
-    this.#root = makeTempDir('etcd-cluster', serverOptions.dataBase ?? defaultBase());
+    new EtcdServer(serverOptions); // validate member options before making anything
+    super(makeTempDir('etcd-cluster', serverOptions.dataBase ?? defaultBase()));
     this.members = Array.from({ length: size }, (_, i) => {
-      const dir = join(this.#root, `n${i + 1}`);
+      const dir = join(this.root, `n${i + 1}`);
       mkdirSync(dir);
       return new EtcdServer(serverOptions, { name: `n${i + 1}`, dir });
     });
   }
 
-  override async start(): Promise<this> {
-    if (this.members[0]!.running) return this;
-    for (let attempt = 0; ; attempt++) {
-      const ports = await freePorts(this.members.length * 2);
-      const members = this.members.map((_, i) => ({ name: `n${i + 1}`, clientPort: ports[2 * i]!, peerPort: ports[2 * i + 1]! }));
-      const token = `tenure-${randomBytes(6).toString('hex')}`;
-      this.members.forEach((m, i) => m.setCluster(members[i]!, members, token));
-      try {
-        await super.start();
-        return this;
-      } catch (e) {
-        // A half-bootstrapped member keeps the old cluster identity: start the next try clean.
-        for (const m of this.members) {
-          rmSync(join(m.dir, 'data'), { recursive: true, force: true });
-        }
-        if (attempt >= 2 || !/address already in use/i.test(String((e as Error).message))) throw e;
-      }
-    }
+  protected async wire(): Promise<void> {
+    const ports = await freePorts(this.members.length * 2);
+    const members = this.members.map((_, i) => ({ name: `n${i + 1}`, clientPort: ports[2 * i]!, peerPort: ports[2 * i + 1]! }));
+    const token = `tenure-${randomBytes(6).toString('hex')}`; // one per attempt: never reuse a cluster identity
+    this.members.forEach((m, i) => m.setCluster(members[i]!, members, token));
   }
 
   /** Every member's client endpoint. */
@@ -205,9 +188,5 @@ export class EtcdCluster extends LocalCluster<EtcdServer> {
       if (s && s.leader !== '' && s.leader !== '0' && s.memberId === s.leader) return live[i];
     }
     return undefined;
-  }
-
-  protected override async removeDirs(): Promise<void> {
-    removeDir(this.#root);
   }
 }

@@ -3,7 +3,7 @@ import { createWriteStream, mkdtempSync, chownSync, type WriteStream } from 'nod
 import { tmpdir } from 'node:os';
 import type { Socket } from 'node:net';
 import { join } from 'node:path';
-import { trackDir, trackProcess, untrackProcess } from './registry.js';
+import { signalGroup, trackDir, trackProcess, untrackProcess } from './registry.js';
 
 /** How a child process ended. */
 export interface ExitInfo {
@@ -94,16 +94,7 @@ export class ManagedProcess {
 
   /** Sends `sig` to the whole process group. */
   signal(sig: NodeJS.Signals): void {
-    if (!this.running) return;
-    try {
-      process.kill(-this.pid, sig);
-    } catch {
-      try {
-        process.kill(this.pid, sig);
-      } catch {
-        // already gone
-      }
-    }
+    if (this.running) signalGroup(this.pid, sig);
   }
 
   /** SIGKILLs the group and waits for the exit. */

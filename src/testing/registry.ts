@@ -74,16 +74,21 @@ function alive(pid: number): boolean {
   }
 }
 
-function killGroupSync(pid: number): void {
+/** Sends `sig` to the process group led by `pid` (or to `pid` alone when it leads none). */
+export function signalGroup(pid: number, sig: NodeJS.Signals): void {
   try {
-    process.kill(-pid, 'SIGKILL');
+    process.kill(-pid, sig);
   } catch {
     try {
-      process.kill(pid, 'SIGKILL');
+      process.kill(pid, sig);
     } catch {
-      // gone
+      // already gone
     }
   }
+}
+
+function killGroupSync(pid: number): void {
+  signalGroup(pid, 'SIGKILL');
 }
 
 function cleanupAll(): void {

@@ -1,3 +1,4 @@
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { ClosedError, ServerStartError } from '../core/errors.js';
 import { sleep } from '../core/abort.js';
@@ -89,6 +90,12 @@ export abstract class LocalServer implements FaultTarget, AsyncDisposable {
   /** The user to own the data dir and run the server (Postgres refuses root). */
   protected runAs(): { uid: number; gid: number } | undefined {
     return undefined;
+  }
+
+  /** @internal Removes the member's `data` dir and lays it out afresh (a cluster's retry). */
+  async wipeData(): Promise<void> {
+    rmSync(join(this.dir, 'data'), { recursive: true, force: true });
+    await this.initDataDir(this.dir);
   }
 
   /** Lets a cluster give a member a dir it manages. */
@@ -221,12 +228,37 @@ export abstract class LocalServer implements FaultTarget, AsyncDisposable {
 export abstract class LocalCluster<M extends LocalServer> implements FaultTarget, AsyncDisposable {
   abstract readonly members: readonly M[];
   #stopped = false;
+  #wired = false;
 
-  /** Starts every member in parallel and resolves once all answer. */
+  /** @param root the dir holding every member's dir, removed by `stop()`. */
+  constructor(protected readonly root: string) {}
+
+  /** Chooses ports for every member at once and tells each member its peers. */
+  protected abstract wire(): Promise<void>;
+
+  /**
+   * Starts every member in parallel and resolves once all answer. The first start retries on
+   * fresh ports, with wiped data (a half-bootstrapped member keeps the old cluster identity),
+   * when a port was taken meanwhile.
+   */
   async start(): Promise<this> {
     if (this.#stopped) throw new ClosedError('cluster');
-    await this.startMembers();
-    return this;
+    if (this.members.every((m) => m.running)) return this;
+    if (this.#wired) {
+      await this.startMembers();
+      return this;
+    }
+    for (let attempt = 0; ; attempt++) {
+      await this.wire();
+      try {
+        await this.startMembers();
+        this.#wired = true;
+        return this;
+      } catch (e) {
+        if (attempt >= 2 || !PORT_CLASH.test(String((e as Error).message))) throw e;
+        await Promise.all(this.members.map((m) => m.wipeData()));
+      }
+    }
   }
 
   protected async startMembers(): Promise<void> {
@@ -277,7 +309,9 @@ export abstract class LocalCluster<M extends LocalServer> implements FaultTarget
     await this.removeDirs();
   }
 
-  protected async removeDirs(): Promise<void> {}
+  protected async removeDirs(): Promise<void> {
+    removeDir(this.root);
+  }
 
   [Symbol.asyncDispose](): Promise<void> {
     return this.stop();

@@ -2,7 +2,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { ConfigError, ServerStartError } from '../core/errors.js';
 import { monotonicClock } from '../core/clock.js';
 import { requireOptions, requireString } from '../core/validate.js';
-import { trackProcess, untrackProcess } from './registry.js';
+import { signalGroup, trackProcess, untrackProcess } from './registry.js';
 import type { ExitInfo } from './process.js';
 
 /**
@@ -132,16 +132,7 @@ export class WorkerHandle implements AsyncDisposable {
   }
 
   #signal(sig: NodeJS.Signals): void {
-    if (!this.running) return;
-    try {
-      process.kill(-this.pid, sig);
-    } catch {
-      try {
-        process.kill(this.pid, sig);
-      } catch {
-        // gone
-      }
-    }
+    if (this.running) signalGroup(this.pid, sig);
   }
 
   /** SIGKILL, and wait for the exit. */

@@ -1,10 +1,9 @@
-import { mkdirSync, writeFileSync, existsSync, rmSync } from 'node:fs';
+import { mkdirSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError } from '../core/errors.js';
 import { optionalNumber, optionalString, requireOptions } from '../core/validate.js';
 import { freePort, freePorts, tcpExchange } from './net.js';
 import { makeTempDir, type SpawnSpec } from './process.js';
-import { removeDir } from './registry.js';
 import { LocalCluster, LocalServer } from './server.js';
 
 export interface ZooKeeperServerOptions {
@@ -155,40 +154,24 @@ export interface ZooKeeperEnsembleOptions extends ZooKeeperServerOptions {
 /** A real ZooKeeper ensemble (3 members by default) on loopback ports. */
 export class ZooKeeperEnsemble extends LocalCluster<ZooKeeperServer> {
   readonly members: readonly ZooKeeperServer[];
-  readonly #root: string;
 
   constructor(options?: ZooKeeperEnsembleOptions) {
-    super();
     const o = requireOptions('options', options);
     const size = optionalNumber('size', o.size, 3, { integer: true, min: 1, max: 9 });
     const { size: _size, ...serverOptions } = o;
     new ZooKeeperServer(serverOptions); // validate member options before making anything
-    this.#root = makeTempDir('zk-ensemble');
+    super(makeTempDir('zk-ensemble'));
     this.members = Array.from({ length: size }, (_, i) => {
-      const dir = join(this.#root, `m${i + 1}`);
+      const dir = join(this.root, `m${i + 1}`);
       mkdirSync(dir);
       return new ZooKeeperServer(serverOptions, { id: i + 1, dir, port: 0 });
     });
   }
 
-  override async start(): Promise<this> {
-    if (this.members[0]!.running) return this;
-    for (let attempt = 0; ; attempt++) {
-      const ports = await freePorts(this.members.length * 3);
-      const peers = this.members.map((_, i) => ({ id: i + 1, quorumPort: ports[3 * i + 1]!, electionPort: ports[3 * i + 2]! }));
-      this.members.forEach((m, i) => m.setPeers(i + 1, peers, ports[3 * i]!));
-      try {
-        await super.start();
-        return this;
-      } catch (e) {
-        // A half-bootstrapped member keeps the old cluster identity: start the next try clean.
-        for (const m of this.members) {
-          rmSync(join(m.dir, 'data'), { recursive: true, force: true });
-          mkdirSync(join(m.dir, 'data'));
-        }
-        if (attempt >= 2 || !/address already in use|BindException/i.test(String((e as Error).message))) throw e;
-      }
-    }
+  protected async wire(): Promise<void> {
+    const ports = await freePorts(this.members.length * 3);
+    const peers = this.members.map((_, i) => ({ id: i + 1, quorumPort: ports[3 * i + 1]!, electionPort: ports[3 * i + 2]! }));
+    this.members.forEach((m, i) => m.setPeers(i + 1, peers, ports[3 * i]!));
   }
 
   /** `host:port,host:port,…` of every member. */
@@ -200,9 +183,5 @@ export class ZooKeeperEnsemble extends LocalCluster<ZooKeeperServer> {
     const modes = await Promise.all(this.members.map((m) => (m.running && !m.paused ? m.mode() : undefined)));
     const i = modes.indexOf('leader');
     return i < 0 ? undefined : this.members[i];
-  }
-
-  protected override async removeDirs(): Promise<void> {
-    removeDir(this.#root);
   }
 }

@@ -55,3 +55,13 @@ export async function eventually<T>(fn: () => Promise<T>, timeoutMs = 10_000, in
     }
   }
 }
+
+/** True while a process with this PID exists. */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

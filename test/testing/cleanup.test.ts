@@ -1,18 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { existsSync } from 'node:fs';
 import { reapOrphans, spawnWorker } from '../../src/testing/index.js';
-import { eventually } from '../helpers/clients.js';
+import { eventually, isAlive } from '../helpers/clients.js';
 
 const ownsRedis = new URL('./fixtures/owns-redis.ts', import.meta.url).pathname;
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 describe('cleanup of what the kit starts', () => {
   it('a process that exits normally takes its servers and temp dirs with it', async () => {

@@ -8,16 +8,8 @@ import {
   ZooKeeperEnsemble,
   ZooKeeperServer,
 } from '../../src/testing/index.js';
-import { etcdClient, eventually, pgClient, redisClient, zkClient, zkCreate, zkGet } from '../helpers/clients.js';
+import { etcdClient, eventually, isAlive, pgClient, redisClient, zkClient, zkCreate, zkGet } from '../helpers/clients.js';
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 describe('single servers and 3-member clusters', () => {
   const zk = new ZooKeeperServer();
