@@ -41,6 +41,7 @@ export class LockInternals {
           const children = await retrying(session, conn, signal, () => zkGetChildren(conn.client, this.base));
           const verdict = driver.check(sortBySequence(children, driver.queueNames), path);
           if (!verdict.holds) {
+            session.log.debug({ node: path, watch: verdict.watch }, 'waiting for predecessor');
             await waitForDeletion(session, conn, joinPath(this.base, verdict.watch), signal);
             continue;
           }
@@ -51,6 +52,7 @@ export class LockInternals {
             await session.whenConnected({ signal: AbortSignal.any([signal, conn.signal]) });
             continue;
           }
+          session.log.debug({ node: path }, 'holds');
           return { path, fence: longToBigInt(stat.czxid), conn, epoch: session.signal };
         }
       } catch (e) {

@@ -1,4 +1,5 @@
 import zookeeper from 'node-zookeeper-client';
+import { pino } from 'pino';
 import { ZkSession, type ZkSessionOptions } from '../../src/zk/index.js';
 
 /** Timing constants for the ZooKeeper suite, in one place. */
@@ -10,7 +11,8 @@ export const T = {
 };
 
 export async function openSession(connectionString: string, options: ZkSessionOptions = {}): Promise<ZkSession> {
-  return new ZkSession(connectionString, { sessionTimeoutMs: T.session, ...options }).start();
+  const logger = process.env.ZK_DEBUG ? pino({ level: 'debug' }, pino.destination(2)) : undefined;
+  return new ZkSession(connectionString, { sessionTimeoutMs: T.session, logger, ...options }).start();
 }
 
 /** Polls `check` every 20 ms until it returns a truthy value or `timeoutMs` passes. */
@@ -26,19 +28,34 @@ export async function eventually<V>(check: () => V | Promise<V>, timeoutMs = T.w
 
 /**
  * Expires `session`'s ZooKeeper session from outside (Curator's KillSession): a second client
- * joins the same session id + password and closes it.
+ * joins the same session id + password and closes it. The original client may win the session
+ * back before the close lands, so this repeats until the session reports LOST.
  */
 export async function expireSession(connectionString: string, session: ZkSession): Promise<void> {
-  const c = session.client;
-  const killer = zookeeper.createClient(connectionString, { sessionId: c.getSessionId(), sessionPassword: c.getSessionPassword(), sessionTimeout: session.sessionTimeoutMs } as never);
-  await new Promise<void>((resolve) => {
-    killer.once('connected', () => resolve());
-    killer.connect();
-  });
-  await new Promise<void>((resolve) => {
-    killer.once('disconnected', () => resolve());
-    killer.close();
-  });
+  let lost = false;
+  const onState = (st: string): void => {
+    if (st === 'LOST') lost = true;
+  };
+  session.on('state', onState);
+  try {
+    for (let attempt = 0; attempt < 5 && !lost; attempt++) {
+      const c = session.client;
+      const killer = zookeeper.createClient(connectionString, { sessionId: c.getSessionId(), sessionPassword: c.getSessionPassword(), sessionTimeout: session.sessionTimeoutMs, retries: 0 } as never);
+      await new Promise<void>((resolve) => {
+        killer.once('connected', () => resolve());
+        killer.connect();
+      });
+      await new Promise<void>((resolve) => {
+        killer.once('disconnected', () => resolve());
+        killer.close();
+      });
+      const until = performance.now() + session.sessionTimeoutMs;
+      while (!lost && performance.now() < until) await new Promise((r) => setTimeout(r, 20));
+    }
+  } finally {
+    session.off('state', onState);
+  }
+  if (!lost) throw new Error('could not expire the session');
 }
 
 /** A plain client for inspecting the tree from outside the recipes. */
