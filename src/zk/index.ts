@@ -7,3 +7,5 @@ export { InterProcessMutex, ReentrantZkLock, type AcquireOptions } from './mutex
 export { LeaderLatch, type LeaderLatchOptions, type LeaderLatchEvents, type Participant, type CloseMode } from './latch.js';
 export { validatePath } from './paths.js';
 export type { LockDriver, DriverVerdict } from './drivers.js';
+export { InterProcessSemaphoreV2 } from './semaphore.js';
+export { InterProcessReadWriteLock } from './rwlock.js';
