@@ -9,3 +9,4 @@ export { validatePath } from './paths.js';
 export type { LockDriver, DriverVerdict } from './drivers.js';
 export { InterProcessSemaphoreV2 } from './semaphore.js';
 export { InterProcessReadWriteLock } from './rwlock.js';
+export { LeaderSelector, type LeaderSelectorOptions, type LeaderSelectorEvents, type LeadershipContext } from './selector.js';

@@ -37,9 +37,11 @@ export class ReentrantZkLock implements AsyncDisposable {
   readonly #guard: CloseGuard;
   #holding: Holding | undefined;
   #turn: Promise<void> = Promise.resolve();
+  readonly #data: Buffer | undefined;
 
   /** @internal */
-  constructor(session: ZkSession, path: string, driver: () => LockDriver, what: string) {
+  constructor(session: ZkSession, path: string, driver: () => LockDriver, what: string, data?: Buffer) {
+    this.#data = data;
     this.#session = requireSession(session);
     this.path = validatePath('path', path);
     this.#internals = new LockInternals(this.#session, this.path);
@@ -66,7 +68,7 @@ export class ReentrantZkLock implements AsyncDisposable {
         h.count++;
         return this.#subLease(h);
       }
-      const held = await this.#internals.acquire(this.#driver(), scope.signal, Buffer.from(this.#session.sessionId ?? ''));
+      const held = await this.#internals.acquire(this.#driver(), scope.signal, this.#data ?? Buffer.from(this.#session.sessionId ?? ''));
       const holding: Holding = { held, master: undefined as unknown as LeaseController, count: 1 };
       holding.master = this.#internals.lease(this.path, held, () => {
         if (this.#holding === holding) this.#holding = undefined;
@@ -131,8 +133,9 @@ export class ReentrantZkLock implements AsyncDisposable {
  * {@link ReentrantZkLock}).
  */
 export class InterProcessMutex extends ReentrantZkLock {
-  constructor(session: ZkSession, path: string) {
+  /** `data` is stored in the node (e.g. a participant id). @default the session id */
+  constructor(session: ZkSession, path: string, data?: Buffer) {
     const driver = new StandardLockDriver();
-    super(session, path, () => driver, 'mutex');
+    super(session, path, () => driver, 'mutex', data);
   }
 }
