@@ -157,8 +157,10 @@ export class LeaderLatch extends EventEmitter<LeaderLatchEvents> implements Cand
         const held = await this.#internals.acquire(driver, stop, Buffer.from(this.id), (p) => (this.#ourPath = p));
         const term = this.#internals.lease(this.path, held);
         this.#term = term;
+        this.#session.log.debug({ path: held.path, ended: term.ended }, 'latch: term begins');
         if (!term.ended) this.emit('isLeader', term.lease);
         await whenAborted(term.lease.signal);
+        this.#session.log.debug({ path: held.path, reason: String((term.lease.signal.reason as Error)?.message) }, 'latch: term ends');
         this.#term = undefined;
         this.#ourPath = undefined;
         if (!(stop.aborted && this.#silentClose)) this.emit('notLeader', term.lease.signal.reason as LeaseLostError);

@@ -22,7 +22,9 @@ describe('LeaderLatch', () => {
     const latches = sessions.map((s, i) => new LeaderLatch(s, '/latch/basic', { id: `p${i}` }));
     latches[0]!.start();
     const term0 = await latches[0]!.await({ timeoutMs: T.wait });
+    // Queue them one at a time so the queue order (and so the next leader) is known.
     latches[1]!.start();
+    await eventually(async () => (await latches[0]!.getParticipants()).length === 2);
     latches[2]!.start();
     await eventually(async () => (await latches[0]!.getParticipants()).length === 3);
     expect(latches.map((l) => l.hasLeadership())).toEqual([true, false, false]);
