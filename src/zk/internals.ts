@@ -37,6 +37,10 @@ export class LockInternals {
       try {
         path = await createProtected(session, conn, this.base, driver.lockName, data, signal);
         onQueued?.(path);
+        // The node's Stat (fence = czxid, ephemeralOwner) is read once, pipelined with the first
+        // getChildren: ZooKeeper answers a session's requests in order, so it costs no extra round trip.
+        const ownStat = statOf(session, conn, path, signal);
+        ownStat.catch(() => undefined);
         for (;;) {
           const children = await retrying(session, conn, signal, () => zkGetChildren(conn.client, this.base));
           const verdict = driver.check(sortBySequence(children, driver.queueNames), path);
@@ -45,7 +49,7 @@ export class LockInternals {
             await waitForDeletion(session, conn, joinPath(this.base, verdict.watch), signal);
             continue;
           }
-          const stat = await statOf(session, conn, path, signal);
+          const stat = await ownStat;
           if (!stat) throw new NodeGoneError(path);
           if (stat.ephemeralOwner.toString('hex') !== conn.sessionId || session.conn() !== conn) throw new NodeGoneError(path);
           if (!session.connected) {

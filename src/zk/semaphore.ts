@@ -1,11 +1,11 @@
-import { raceSignal, waitScope } from '../core/abort.js';
+import { waitScope } from '../core/abort.js';
 import type { Lease } from '../core/lease.js';
 import { optionalSignal, requireNumber, requireOptions } from '../core/validate.js';
 import { NodeGoneError } from './drivers.js';
 import { CloseGuard, requireSession } from './guard.js';
 import { LockInternals } from './internals.js';
 import { InterProcessMutex, type AcquireOptions } from './mutex.js';
-import { createProtected, deleteOwnNode, retrying, statOf } from './nodes.js';
+import { createProtected, deleteOwnNode, raceSignals, retrying, statOf } from './nodes.js';
 import { dropWatcher, zkGetChildren } from './ops.js';
 import { joinPath, longToBigInt, nodeName, validatePath } from './paths.js';
 import type { ZkSession } from './session.js';
@@ -89,7 +89,7 @@ export class InterProcessSemaphoreV2 implements AsyncDisposable {
             const children = await retrying(session, conn, signal, () => zkGetChildren(conn.client, this.#leasesPath, watcher));
             if (!children.includes(nodeName(path))) throw new NodeGoneError(path);
             if (children.length <= this.maxLeases) break;
-            await raceSignal(changed, AbortSignal.any([signal, conn.signal]));
+            await raceSignals(changed, signal, conn.signal);
           } finally {
             dropWatcher(conn.client, this.#leasesPath, watcher);
           }
