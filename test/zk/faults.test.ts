@@ -46,6 +46,47 @@ describe('protected creation', () => {
   });
 });
 
+describe('watch removal', () => {
+  let zk: ZooKeeperServer;
+  beforeAll(async () => {
+    zk = await new ZooKeeperServer().start();
+  });
+  afterAll(async () => {
+    await zk?.stop();
+  });
+
+  it("an aborted waiter's watch is dropped at once on the client and is gone from the server after the next reconnect", async () => {
+    const proxy = await new FaultProxy({ target: { port: zk.port } }).start();
+    const holder = await openSession(zk.connectionString);
+    const waiter = await openSession(proxy.address, { policy: 'session' });
+    try {
+      const a = new InterProcessMutex(holder, '/watches/lock');
+      const b = new InterProcessMutex(waiter, '/watches/lock');
+      const lease = await a.acquire();
+      const ac = new AbortController();
+      const pending = b.acquire({ signal: ac.signal });
+      const watched = async (): Promise<number> => {
+        const text = await zk.fourLetterWord('wchc');
+        const block = text.split(/\n(?=0x)/).find((b) => b.startsWith(`0x${waiter.sessionId!.replace(/^0+/, '')}`)) ?? '';
+        return block.split('\n').filter((l) => l.includes('/watches/lock/')).length;
+      };
+      await eventually(async () => (await watched()) === 1, T.wait, "the waiter's predecessor watch");
+      ac.abort(new Error('gave up'));
+      await expect(pending).rejects.toThrow('gave up');
+      const wm = (waiter.client as unknown as { connectionManager: { watcherManager: { isEmpty(): boolean } } }).connectionManager.watcherManager;
+      expect(wm.isEmpty()).toBe(true);
+      proxy.cut();
+      await eventually(() => waiter.state === 'RECONNECTED');
+      await eventually(async () => (await watched()) === 0, T.wait, 'no server-side watch of the waiter');
+      await lease.release();
+      await Promise.all([a.close(), b.close()]);
+    } finally {
+      await Promise.all([holder.close(), waiter.close()]);
+      await proxy.stop();
+    }
+  });
+});
+
 describe('ensemble leader failure', () => {
   let ens: ZooKeeperEnsemble;
   beforeAll(async () => {
