@@ -1,4 +1,5 @@
 import { raceSignal, waitScope } from '../core/abort.js';
+import { TenureError } from '../core/errors.js';
 import { LeaseController, type Lease } from '../core/lease.js';
 import { optionalSignal, requireOptions } from '../core/validate.js';
 import { StandardLockDriver, type LockDriver } from './drivers.js';
@@ -18,6 +19,8 @@ interface Holding {
   readonly held: HeldNode;
   master: LeaseController;
   count: number;
+  /** Leases handed out and not yet released, newest last (for `release()` on the lock). */
+  readonly open: Lease[];
 }
 
 /**
@@ -69,7 +72,7 @@ export class ReentrantZkLock implements AsyncDisposable {
         return this.#subLease(h);
       }
       const held = await this.#internals.acquire(this.#driver(), scope.signal, this.#data ?? Buffer.from(this.#session.sessionId ?? ''));
-      const holding: Holding = { held, master: undefined as unknown as LeaseController, count: 1 };
+      const holding: Holding = { held, master: undefined as unknown as LeaseController, count: 1, open: [] };
       holding.master = this.#internals.lease(this.path, held, () => {
         if (this.#holding === holding) this.#holding = undefined;
       });
@@ -93,10 +96,23 @@ export class ReentrantZkLock implements AsyncDisposable {
         if (released) return;
         released = true;
         h.count--;
+        const i = h.open.indexOf(ctl.lease);
+        if (i >= 0) h.open.splice(i, 1);
         if (h.count === 0) await h.master.release();
       },
     });
+    h.open.push(ctl.lease);
     return ctl.lease;
+  }
+
+  /**
+   * Releases this object's most recent hold (Curator's `release()`); same as releasing that
+   * Lease. Throws a TenureError when this object holds nothing.
+   */
+  async release(): Promise<void> {
+    const lease = this.#holding?.open.at(-1);
+    if (!lease) throw new TenureError(`${this.#guard.what}: not held by this object`);
+    await lease.release();
   }
 
   /** True while this object holds the lock (and its lease is not lost). */

@@ -55,8 +55,10 @@ describe('InterProcessMutex', () => {
     await l2.release();
     expect(m.isAcquiredInThisProcess()).toBe(true);
     expect(l1.signal.aborted).toBe(false);
-    await l1.release();
+    await m.release(); // releases the remaining hold (l1)
+    expect(l1.signal.aborted).toBe(true);
     expect(m.isAcquiredInThisProcess()).toBe(false);
+    await expect(m.release()).rejects.toThrow(/not held/);
     expect(await m.getParticipantNodes()).toHaveLength(0);
     await m.close();
   });

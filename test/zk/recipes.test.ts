@@ -3,7 +3,7 @@ import { ZooKeeperServer } from '../../src/testing/index.js';
 import { AcquireTimeoutError, ClosedError, ConfigError } from '../../src/core/errors.js';
 import { whenAborted } from '../../src/core/abort.js';
 import { InterProcessReadWriteLock, InterProcessSemaphoreV2, LeaderSelector, type LeadershipContext, type ZkSession } from '../../src/zk/index.js';
-import { children, eventually, openSession, rawClient, T } from './helpers.js';
+import { children, eventually, expireSession, openSession, rawClient, T } from './helpers.js';
 
 let zk: ZooKeeperServer;
 let s1: ZkSession;
@@ -101,6 +101,25 @@ describe('InterProcessSemaphoreV2', () => {
     await Promise.all([two[1]!.release(), one[0]!.release(), got[0]!.release()]);
     expect(await a.getParticipantNodes()).toHaveLength(0);
     await Promise.all([a.close(), b.close()]);
+  });
+
+  it('a holder whose session expires leaves no orphaned lease: the next acquirer gets all of them', async () => {
+    const doomed = await openSession(zk.connectionString, { policy: 'session' });
+    try {
+      const a = new InterProcessSemaphoreV2(doomed, '/sem/expiry', 2);
+      const b = new InterProcessSemaphoreV2(s2, '/sem/expiry', 2);
+      const held = await a.acquire(2);
+      const waiting = b.acquire(2, { timeoutMs: T.wait });
+      await expireSession(zk.connectionString, doomed);
+      expect(held.every((l) => l.signal.aborted)).toBe(true);
+      const got = await waiting;
+      expect(await b.getParticipantNodes()).toHaveLength(2);
+      await Promise.all(got.map((l) => l.release()));
+      expect(await b.getParticipantNodes()).toHaveLength(0);
+      await Promise.all([a.close(), b.close()]);
+    } finally {
+      await doomed.close();
+    }
   });
 
   it('close releases every lease it handed out', async () => {
