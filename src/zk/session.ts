@@ -5,6 +5,7 @@ import { monotonicClock, type Clock } from '../core/clock.js';
 import { ClosedError, ConfigError, LeaseLostError, SessionExpiredError, type LeaseLostReason } from '../core/errors.js';
 import { raceSignal, waitScope } from '../core/abort.js';
 import { optionalEnum, optionalNumber, requireOptions, requireString } from '../core/validate.js';
+import { Liveness } from './liveness.js';
 import { dropSocket, zkExists } from './ops.js';
 
 const { State } = zookeeper;
@@ -75,10 +76,7 @@ export class ZkSession extends EventEmitter<ZkSessionEvents> implements AsyncDis
   #epoch = new AbortController();
   #state: ZkConnectionState | 'LATENT' | 'CLOSED' = 'LATENT';
   #connected = false;
-  #timeout: number;
-  #lastContact = 0;
-  #heartbeat: NodeJS.Timeout | undefined;
-  #deadlineTimer: NodeJS.Timeout | undefined;
+  readonly #liveness: Liveness;
   #closed = new AbortController();
   #watchEvents = 0;
 
@@ -94,7 +92,7 @@ export class ZkSession extends EventEmitter<ZkSessionEvents> implements AsyncDis
     this.#spinDelay = optionalNumber('spinDelayMs', o.spinDelayMs, 100, { min: 0 });
     this.log = (o.logger ?? pino({ level: 'silent' })).child({ name: 'zk-session' });
     this.clock = o.clock ?? monotonicClock;
-    this.#timeout = this.#requestedTimeout;
+    this.#liveness = new Liveness(this.clock, this.#margin, this.#requestedTimeout);
     this.#epoch.abort(new LeaseLostError('suspended', 'zk session: not connected yet'));
   }
 
@@ -127,17 +125,17 @@ export class ZkSession extends EventEmitter<ZkSessionEvents> implements AsyncDis
 
   /** The session timeout the server granted (the requested one before connecting). */
   get sessionTimeoutMs(): number {
-    return this.#timeout;
+    return this.#liveness.timeout;
   }
 
   /** The local deadline on the session's clock: `lastServerContact + sessionTimeout − safetyMargin`. */
   deadline(): number {
-    return this.#lastContact + this.#timeout - this.#margin;
+    return this.#liveness.deadline();
   }
 
   /** Monotonic time (ms) at which the last request the server answered was sent. */
   get lastServerContact(): number {
-    return this.#lastContact;
+    return this.#liveness.lastContact;
   }
 
   /** Hex id of the current ZooKeeper session (undefined before the first connect). */
@@ -199,7 +197,7 @@ export class ZkSession extends EventEmitter<ZkSessionEvents> implements AsyncDis
   async close(): Promise<void> {
     if (this.#closed.signal.aborted) return;
     this.#closed.abort(new ClosedError('zk session'));
-    this.#stopTimers();
+    this.#liveness.stop();
     this.#endEpoch('closed', 'zk session closed');
     this.#state = 'CLOSED';
     const conn = this.#conn;
@@ -243,8 +241,6 @@ export class ZkSession extends EventEmitter<ZkSessionEvents> implements AsyncDis
     if (conn !== this.#conn || this.#closed.signal.aborted) return;
     if (s === State.SYNC_CONNECTED || s === State.CONNECTED_READ_ONLY) {
       this.#connected = true;
-      this.#lastContact = this.clock.now();
-      this.#timeout = conn.client.getSessionTimeout();
       const first = !conn.connectedOnce;
       conn.connectedOnce = true;
       conn.sessionId = conn.client.getSessionId().toString('hex');
@@ -254,7 +250,20 @@ export class ZkSession extends EventEmitter<ZkSessionEvents> implements AsyncDis
         return;
       }
       if (this.#epoch.signal.aborted) this.#epoch = new AbortController();
-      this.#startHeartbeat(conn);
+      this.#liveness.start(conn.client.getSessionTimeout(), {
+        ping: () => zkExists(conn.client, '/'),
+        connected: () => this.#connected && conn === this.#conn,
+        onSilent: (silentMs) => {
+          this.log.debug({ silentMs: Math.round(silentMs) }, 'zk server silent: dropping the connection');
+          dropSocket(conn.client);
+        },
+        onDeadline: (lateMs) => {
+          if (conn !== this.#conn || this.#closed.signal.aborted) return;
+          this.log.info({ lateMs: Math.round(lateMs) }, 'zk local session deadline passed');
+          this.#endEpoch('deadline', 'zk session: local deadline passed (server silent too long)');
+          this.#lose('local deadline passed without server contact');
+        },
+      });
       this.#emit(first ? 'CONNECTED' : 'RECONNECTED');
     } else if (s === State.DISCONNECTED) {
       if (!this.#connected) return;
@@ -280,7 +289,7 @@ export class ZkSession extends EventEmitter<ZkSessionEvents> implements AsyncDis
   #lose(why: string): void {
     const conn = this.#conn;
     if (!conn || this.#closed.signal.aborted) return;
-    this.#stopTimers();
+    this.#liveness.stop();
     this.#connected = false;
     this.#endEpoch('session-lost', `zk session lost: ${why}`);
     conn.abort.abort(new SessionExpiredError(`zk session ${conn.sessionId} lost: ${why}`));
@@ -291,58 +300,5 @@ export class ZkSession extends EventEmitter<ZkSessionEvents> implements AsyncDis
       // already closed
     }
     if (!this.#closed.signal.aborted) this.#newClient();
-  }
-
-  #stopTimers(): void {
-    if (this.#heartbeat) clearTimeout(this.#heartbeat);
-    if (this.#deadlineTimer) clearTimeout(this.#deadlineTimer);
-    this.#heartbeat = this.#deadlineTimer = undefined;
-  }
-
-  /**
-   * The session's own heartbeat (node-zookeeper-client only pings an idle socket and never notices
-   * a silent server): an `exists('/')` every third of the session timeout. An answer moves
-   * `lastServerContact` to its send time; no answer for two thirds of the timeout drops the socket
-   * (→ SUSPENDED, reconnect); the local deadline passing ends the epoch and the session (→ LOST).
-   */
-  #startHeartbeat(conn: ZkConn): void {
-    this.#stopTimers();
-    const beat = (): void => {
-      if (conn !== this.#conn || this.#closed.signal.aborted) return;
-      const sent = this.clock.now();
-      if (this.#connected) {
-        zkExists(conn.client, '/').then(
-          () => {
-            if (conn !== this.#conn) return;
-            if (sent > this.#lastContact) this.#lastContact = sent;
-            this.#armDeadline(conn);
-          },
-          () => undefined,
-        );
-        if (sent - this.#lastContact > (this.#timeout * 2) / 3) {
-          this.log.debug({ silentMs: Math.round(sent - this.#lastContact) }, 'zk server silent: dropping the connection');
-          dropSocket(conn.client);
-        }
-      }
-      this.#heartbeat = setTimeout(beat, Math.max(50, this.#timeout / 3));
-    };
-    this.#heartbeat = setTimeout(beat, Math.max(50, this.#timeout / 3));
-    this.#armDeadline(conn);
-  }
-
-  #armDeadline(conn: ZkConn): void {
-    if (this.#deadlineTimer) clearTimeout(this.#deadlineTimer);
-    const fire = (): void => {
-      if (conn !== this.#conn || this.#closed.signal.aborted) return;
-      const late = this.clock.now() - this.deadline();
-      if (late < 0) {
-        this.#deadlineTimer = setTimeout(fire, -late + 1);
-        return;
-      }
-      this.log.info({ lateMs: Math.round(late) }, 'zk local session deadline passed');
-      this.#endEpoch('deadline', 'zk session: local deadline passed (server silent too long)');
-      this.#lose('local deadline passed without server contact');
-    };
-    this.#deadlineTimer = setTimeout(fire, Math.max(0, this.deadline() - this.clock.now()) + 1);
   }
 }
