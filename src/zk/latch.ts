@@ -166,7 +166,7 @@ export class LeaderLatch extends EventEmitter<LeaderLatchEvents> implements Cand
         if (!(stop.aborted && this.#silentClose)) this.emit('notLeader', term.lease.signal.reason as LeaseLostError);
         await term.release().catch(() => undefined);
       } catch (e) {
-        if (stop.aborted) break;
+        if (stop.aborted || this.#session.closed) break;
         this.emit('error', e);
         await sleep(200, stop).catch(() => undefined);
       }

@@ -140,7 +140,7 @@ export class LeaderSelector extends EventEmitter<LeaderSelectorEvents> implement
             await lease.release().catch(() => undefined);
           }
         } catch (e) {
-          if (stop.aborted) break;
+          if (stop.aborted || this.#session.closed) break;
           this.emit('error', e);
           await sleep(200, stop).catch(() => undefined);
         } finally {

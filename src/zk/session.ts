@@ -109,6 +109,11 @@ export class ZkSession extends EventEmitter<ZkSessionEvents> implements AsyncDis
     return this.#state;
   }
 
+  /** True once `close()` was called. */
+  get closed(): boolean {
+    return this.#closed.signal.aborted;
+  }
+
   /** True while connected and the current epoch is live. */
   get connected(): boolean {
     return this.#connected && !this.#epoch.signal.aborted;

@@ -83,6 +83,21 @@ describe('LeaderLatch', () => {
     }
   });
 
+  it('stops quietly when its session is closed under it', async () => {
+    const s = await openSession(zk.connectionString);
+    const latch = new LeaderLatch(s, '/latch/session-closed');
+    const errors: unknown[] = [];
+    latch.on('error', (e) => errors.push(e));
+    latch.start();
+    const term = await latch.await({ timeoutMs: T.wait });
+    await s.close();
+    expect(term.signal.aborted).toBe(true);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(errors.length).toBeLessThanOrEqual(1);
+    expect(latch.hasLeadership()).toBe(false);
+    await latch.close();
+  });
+
   it('rejects bad input, a second start, and use after close', async () => {
     expect(() => new LeaderLatch(sessions[0]!, 'latch')).toThrow(ConfigError);
     expect(() => new LeaderLatch(sessions[0]!, '/latch', { closeMode: 'loud' as never })).toThrow(ConfigError);
