@@ -99,7 +99,7 @@ export class ZkSession extends EventEmitter<ZkSessionEvents> implements AsyncDis
   /** Connects and resolves once the first session is established. Idempotent. */
   async start(options: { signal?: AbortSignal } = {}): Promise<this> {
     this.#throwIfClosed();
-    if (this.#state === 'LATENT') this.#newClient();
+    if (!this.#conn) this.#newClient();
     await this.whenConnected({ signal: options.signal, timeoutMs: this.#connectTimeout });
     return this;
   }
@@ -174,6 +174,7 @@ export class ZkSession extends EventEmitter<ZkSessionEvents> implements AsyncDis
   async whenConnected(options: { signal?: AbortSignal | undefined; timeoutMs?: number | undefined } = {}): Promise<void> {
     this.#throwIfClosed();
     if (this.connected) return;
+    if (!this.#conn) throw new ConfigError('session', 'not started: call start() first');
     const scope = waitScope('zk session connect', options);
     const closed = this.#closed.signal;
     try {

@@ -102,6 +102,8 @@ describe('ZkSession', () => {
     expect(() => new ZkSession(zk.connectionString, { sessionTimeoutMs: 0 })).toThrow(ConfigError);
     expect(() => new ZkSession(zk.connectionString, { policy: 'lenient' as never })).toThrow(ConfigError);
     expect(() => new ZkSession(zk.connectionString, { sessionTimeoutMs: 1000, safetyMarginMs: 1000 })).toThrow(/safetyMarginMs/);
+    const unstarted = new ZkSession(zk.connectionString);
+    await expect(new InterProcessMutex(unstarted, '/x').acquire()).rejects.toThrow(/not started/);
     const s = await openSession(zk.connectionString);
     const epoch = s.signal;
     await s.close();
