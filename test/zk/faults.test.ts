@@ -100,24 +100,30 @@ describe('ensemble leader failure', () => {
   it('recipes continue on the quorum, never two holders or leaders, and every holder on a suspended link is demoted', async () => {
     const leaderMember = (await ens.leader())!;
     const sessions: ZkSession[] = [];
-    const onLeader = async (): Promise<number> => {
+    const onLeader = async (): Promise<ZkSession[]> => {
       const cons = await leaderMember.fourLetterWord('cons');
-      return sessions.filter((s) => cons.includes(`sid=0x${s.sessionId!.replace(/^0+/, '')}`)).length;
+      return sessions.filter((s) => cons.includes(`sid=0x${s.sessionId!.replace(/^0+/, '')}`));
     };
-    while (sessions.length < 12 && (sessions.length < 6 || (await onLeader()) < 2)) {
+    while (sessions.length < 16 && (sessions.length < 6 || (await onLeader()).length < 2)) {
       sessions.push(await openSession(ens.connectionString, { sessionTimeoutMs: 4000 }));
     }
-    expect(await onLeader()).toBeGreaterThanOrEqual(1);
+    const linkedToLeader = await onLeader();
+    expect(linkedToLeader.length).toBeGreaterThanOrEqual(1);
 
     let holders = 0;
     let maxHolders = 0;
     let grants = 0;
     const undemoted: string[] = [];
     const held = new Map<ZkSession, Lease>();
+    const latches: LeaderLatch[] = [];
+    const latchSession = new Map<LeaderLatch, ZkSession>();
     for (const s of sessions) {
       s.on('state', (st) => {
         const l = held.get(s);
         if (st === 'SUSPENDED' && l && !l.signal.aborted) undemoted.push(s.sessionId!);
+        if (st === 'SUSPENDED') {
+          for (const latch of latches) if (latchSession.get(latch) === s && latch.term) undemoted.push(`latch on ${s.sessionId!}`);
+        }
       });
     }
     const stop = new AbortController();
@@ -139,12 +145,24 @@ describe('ensemble leader failure', () => {
       }
       await m.close();
     });
-    const latches = sessions.slice(0, 3).map((s, i) => new LeaderLatch(s, '/ensemble/latch', { id: `l${i}` }));
+    // The first latch (the leader-to-be) sits on a session linked to the ZooKeeper leader member,
+    // so the kill suspends a latch leader for certain.
+    const latchSessions = [linkedToLeader[0]!, ...sessions.filter((s) => s !== linkedToLeader[0]).slice(0, 2)];
+    latchSessions.forEach((s, i) => {
+      const l = new LeaderLatch(s, '/ensemble/latch', { id: `l${i}` });
+      latches.push(l);
+      latchSession.set(l, s);
+    });
     let maxLeaders = 0;
+    let demotedLatch = 0;
     for (const l of latches) {
       l.on('isLeader', () => (maxLeaders = Math.max(maxLeaders, latches.filter((x) => x.hasLeadership()).length)));
-      l.start();
+      l.on('notLeader', (reason) => reason?.reason === 'suspended' && demotedLatch++);
     }
+    latches[0]!.start();
+    await latches[0]!.await({ timeoutMs: T.wait });
+    latches[1]!.start();
+    latches[2]!.start();
     await eventually(() => grants >= 20);
     const suspended: ZkSession[] = [];
     for (const s of sessions) s.on('state', (st) => st === 'SUSPENDED' && suspended.push(s));
@@ -159,6 +177,7 @@ describe('ensemble leader failure', () => {
     await Promise.all(sessions.map((s) => s.close()));
     expect(suspended.length).toBeGreaterThanOrEqual(1);
     expect(undemoted).toEqual([]);
+    expect(demotedLatch).toBeGreaterThanOrEqual(1);
     expect(maxHolders).toBe(1);
     expect(maxLeaders).toBe(1);
   });
