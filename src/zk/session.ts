@@ -41,9 +41,24 @@ export interface ZkSessionOptions {
   clock?: Clock;
 }
 
+/**
+ * Connection-state events. Each edge fires `state` and the event named after the state. By the
+ * time a handler runs, the epoch signal has already aborted for SUSPENDED (standard policy) and
+ * LOST. Handlers must not throw.
+ */
 export interface ZkSessionEvents {
-  /** Every connection-state edge, in order. Handlers must not throw. */
+  /** Every connection-state edge, in order. */
   state: (state: ZkConnectionState) => void;
+  /** The first connection of a (new) ZooKeeper session. */
+  CONNECTED: () => void;
+  /** The connection dropped; the session may still be alive. */
+  SUSPENDED: () => void;
+  /** Connected again to the same session. */
+  RECONNECTED: () => void;
+  /** The session expired (or its local deadline passed); a new one is being made. */
+  LOST: () => void;
+  /** Connected to a read-only server (node-zookeeper-client 1.1.3 never asks for one). */
+  READ_ONLY: () => void;
 }
 
 /** @internal one ZooKeeper session (one client) as the recipes see it. */
@@ -285,6 +300,7 @@ export class ZkSession extends EventEmitter<ZkSessionEvents> implements AsyncDis
     this.#state = state;
     this.log.info({ state, sessionId: this.#conn?.sessionId }, 'zk connection state');
     this.emit('state', state);
+    this.emit(state);
   }
 
   #endEpoch(reason: LeaseLostReason, message: string): void {

@@ -89,10 +89,13 @@ describe('ZkSession', () => {
   it('after LOST it makes a new session by itself and fires each edge once', async () => {
     await using s = await openSession(zk.connectionString);
     const states = record(s);
+    let lostEvents = 0;
+    s.on('LOST', () => lostEvents++);
     const old = s.sessionId;
     await expireSession(zk.connectionString, s);
     await eventually(() => states.includes('CONNECTED'), T.wait, 'a new session');
     expect(states.filter((x) => x === 'LOST')).toHaveLength(1);
+    expect(lostEvents).toBe(1);
     expect(states.at(-1)).toBe('CONNECTED');
     expect(s.sessionId).not.toBe(old);
   });

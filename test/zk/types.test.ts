@@ -10,6 +10,7 @@ import {
   ZkSession,
   type LeadershipContext,
   type ZkConnectionState,
+  type ZkSessionEvents,
 } from '../../src/zk/index.js';
 
 describe('tenure/zk types', () => {
@@ -29,6 +30,7 @@ describe('tenure/zk types', () => {
     expectTypeOf<LeaderLatch>().toMatchTypeOf<Candidate>();
     expectTypeOf<LeadershipContext>().toHaveProperty('fence').toEqualTypeOf<bigint>();
     expectTypeOf<LeadershipContext>().toHaveProperty('signal').toEqualTypeOf<AbortSignal>();
-    expectTypeOf<Parameters<ZkSession['on']>[1]>().toEqualTypeOf<(state: ZkConnectionState) => void>();
+    expectTypeOf<ZkSessionEvents['state']>().toEqualTypeOf<(state: ZkConnectionState) => void>();
+    expectTypeOf<ZkSessionEvents['LOST']>().toEqualTypeOf<() => void>();
   });
 });
