@@ -60,7 +60,13 @@ export class LockInternals {
           return { path, fence: longToBigInt(stat.czxid), conn, epoch: session.signal };
         }
       } catch (e) {
-        if (path !== undefined) await deleteOwnNode(session, conn, path).catch((err: unknown) => session.log.warn({ err, path }, 'could not delete an abandoned lock node'));
+        if (path !== undefined) {
+          // Cancellation cleans up: delete the queued node before rejecting when connected; while
+          // disconnected, the delete goes out on reconnect (or the node dies with the session)
+          // and the caller is not held up.
+          const removal = deleteOwnNode(session, conn, path).catch((err: unknown) => session.log.warn({ err, path }, 'could not delete an abandoned lock node'));
+          if (session.connected) await removal;
+        }
         if (signal.aborted) throw signal.reason;
         if (e instanceof NodeGoneError || conn.signal.aborted) {
           session.log.info({ base: this.base }, 're-queueing: our node or session is gone');

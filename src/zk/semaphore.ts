@@ -99,7 +99,10 @@ export class InterProcessSemaphoreV2 implements AsyncDisposable {
         const held = { path, fence: longToBigInt(stat.czxid), conn, epoch: session.signal };
         return this.#internals.lease(this.path, held).lease;
       } catch (e) {
-        if (path !== undefined) await deleteOwnNode(session, conn, path).catch(() => undefined);
+        if (path !== undefined) {
+          const removal = deleteOwnNode(session, conn, path).catch(() => undefined);
+          if (session.connected) await removal;
+        }
         if (signal.aborted) throw signal.reason;
         if (e instanceof NodeGoneError || conn.signal.aborted) continue;
         throw e;
