@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawnWorker, ZooKeeperServer, type WorkerEvent, type WorkerHandle } from '../../src/testing/index.js';
+import { spawnWorker, ZooKeeperEnsemble, ZooKeeperServer, type WorkerEvent, type WorkerHandle } from '../../src/testing/index.js';
 
 const WORKER = new URL('./fixtures/worker.ts', import.meta.url).pathname;
 let zk: ZooKeeperServer;
@@ -19,8 +19,8 @@ afterAll(async () => {
   rmSync(sentinel, { recursive: true, force: true });
 });
 
-async function spawn(recipe: string, path: string, holdMs: number, cycles: number, extra: string[] = []): Promise<WorkerHandle> {
-  const w = await spawnWorker(WORKER, [zk.connectionString, recipe, path, String(holdMs), String(cycles), sentinel, ...extra]);
+async function spawn(recipe: string, path: string, holdMs: number, cycles: number, extra: string[] = [], conn = zk.connectionString): Promise<WorkerHandle> {
+  const w = await spawnWorker(WORKER, [conn, recipe, path, String(holdMs), String(cycles), sentinel, ...extra]);
   workers.push(w);
   return w;
 }
@@ -68,6 +68,21 @@ describe('ZooKeeper recipes across processes', () => {
     expect(violations(ws)).toEqual([]);
     expect(maxConcurrent(iv)).toBe(1);
     for (let i = 1; i < iv.length; i++) expect(iv[i]!.fence > iv[i - 1]!.fence, `grant ${i} out of queue order`).toBe(true);
+  });
+
+  it('on a 3-member ensemble too, 10 processes never hold the mutex together and are served in FIFO order', async () => {
+    const ens = await new ZooKeeperEnsemble().start();
+    try {
+      const ws = await Promise.all(Array.from({ length: 10 }, () => spawn('mutex', '/proc/ens-mutex', 10, 2, [], ens.connectionString)));
+      await Promise.all(ws.map((w) => w.waitFor('done', { timeoutMs: 90_000 })));
+      const iv = intervals(ws);
+      expect(iv).toHaveLength(20);
+      expect(violations(ws)).toEqual([]);
+      expect(maxConcurrent(iv)).toBe(1);
+      for (let i = 1; i < iv.length; i++) expect(iv[i]!.fence > iv[i - 1]!.fence, `grant ${i} out of queue order`).toBe(true);
+    } finally {
+      await ens.stop();
+    }
   });
 
   it('a semaphore of 3 leases never has more than 3 holders across 8 processes', async () => {
@@ -123,6 +138,7 @@ describe('ZooKeeper recipes across processes', () => {
     const lost = await a.waitFor<{ reason: string; deadlineNs: string }>('lost', { timeoutMs: 10_000 });
     await a.waitFor('released', { timeoutMs: 10_000 });
     expect(BigInt(lost.data.deadlineNs) < granted.t, 'the local deadline precedes the next grant').toBe(true);
+    console.log(`SIGSTOP: local deadline ${(Number(granted.t - BigInt(lost.data.deadlineNs)) / 1e6).toFixed(0)} ms before the next grant (reason ${lost.data.reason})`);
     const lateWork = a.events.filter((e) => e.type === 'work' && e.t > granted.t);
     expect(lateWork).toEqual([]);
   });
