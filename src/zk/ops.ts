@@ -1,0 +1,83 @@
+import zookeeper, { type Client, type Stat } from 'node-zookeeper-client';
+
+/**
+ * Promise versions of the node-zookeeper-client calls the recipes use, plus error tests.
+ * Retries are never done here: the client is created with `retries: 0` and the recipes decide
+ * (a create is not idempotent; see protected creation in nodes.ts).
+ */
+
+const { Exception, CreateMode } = zookeeper;
+
+/** True when `e` is the client's exception with `code` (e.g. `Exception.NO_NODE`). */
+export function isZkCode(e: unknown, code: number): boolean {
+  return typeof e === 'object' && e !== null && typeof (e as { getCode?: unknown }).getCode === 'function' && (e as { getCode(): number }).getCode() === code;
+}
+
+/** The connection dropped mid-call: the outcome is unknown, the session may be alive. */
+export const isConnectionLoss = (e: unknown): boolean => isZkCode(e, Exception.CONNECTION_LOSS) || isZkCode(e, Exception.OPERATION_TIMEOUT);
+export const isNoNode = (e: unknown): boolean => isZkCode(e, Exception.NO_NODE);
+export const isNodeExists = (e: unknown): boolean => isZkCode(e, Exception.NODE_EXISTS);
+export const isSessionExpired = (e: unknown): boolean => isZkCode(e, Exception.SESSION_EXPIRED);
+
+type Watcher = (event: unknown) => void;
+
+export function zkCreateEphemeralSequential(client: Client, path: string, data: Buffer): Promise<string> {
+  return new Promise((resolve, reject) => {
+    client.create(path, data, CreateMode.EPHEMERAL_SEQUENTIAL, (e, p) => (e ? reject(e) : resolve(p)));
+  });
+}
+
+/** Creates `path` and its parents as persistent nodes; an existing node is fine. */
+export function zkMkdirp(client: Client, path: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    client.mkdirp(path, (e) => (e && !isNodeExists(e) ? reject(e) : resolve()));
+  });
+}
+
+export function zkGetChildren(client: Client, path: string, watcher?: Watcher): Promise<string[]> {
+  return new Promise((resolve, reject) => {
+    const cb = (e: Error | null, children: string[]): void => (e ? reject(e) : resolve(children));
+    if (watcher) client.getChildren(path, watcher as never, cb as never);
+    else client.getChildren(path, cb as never);
+  });
+}
+
+/** The node's Stat, or null when it does not exist. With a watcher, watches creation/deletion/change. */
+export function zkExists(client: Client, path: string, watcher?: Watcher): Promise<Stat | null> {
+  return new Promise((resolve, reject) => {
+    const cb = (e: Error | null, stat: Stat): void => (e ? reject(e) : resolve(stat ?? null));
+    if (watcher) client.exists(path, watcher as never, cb as never);
+    else client.exists(path, cb as never);
+  });
+}
+
+/** The node's data, or null when it does not exist. */
+export function zkGetData(client: Client, path: string): Promise<Buffer | null> {
+  return new Promise((resolve, reject) => {
+    client.getData(path, (e, data) => (e ? (isNoNode(e) ? resolve(null) : reject(e)) : resolve(data ?? Buffer.alloc(0))));
+  });
+}
+
+/** Deletes `path` (any version); a missing node is fine. */
+export function zkRemove(client: Client, path: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    client.remove(path, -1, (e) => (e && !isNoNode(e) ? reject(e) : resolve()));
+  });
+}
+
+/**
+ * Removes a watcher this process registered on `path`, on the client side (node-zookeeper-client
+ * has no `removeWatches` call, so the server-side watch stays until it fires and is then ignored;
+ * it is also dropped from the watch set the client re-sends after a reconnect).
+ */
+export function dropWatcher(client: Client, path: string, watcher: Watcher): void {
+  const wm = (client as unknown as { connectionManager?: { watcherManager?: Record<string, Record<string, { removeListener?: (e: string, f: Watcher) => void } | undefined>> } })
+    .connectionManager?.watcherManager;
+  if (!wm) return;
+  for (const kind of ['dataWatchers', 'existenceWatchers', 'childWatchers']) wm[kind]?.[path]?.removeListener?.('notification', watcher);
+}
+
+/** Forces the client's socket closed so it reconnects (used when the server stops answering). */
+export function dropSocket(client: Client): void {
+  (client as unknown as { connectionManager?: { socket?: { destroy?: () => void } } }).connectionManager?.socket?.destroy?.();
+}

@@ -1,0 +1,50 @@
+import { DOWNGRADE_NAME, READ_NAME, ReadLockDriver, WriteLockDriver } from './drivers.js';
+import { requireSession } from './guard.js';
+import { ReentrantZkLock } from './mutex.js';
+import { validatePath } from './paths.js';
+import type { ZkSession } from './session.js';
+
+/**
+ * A distributed read/write lock (Curator's InterProcessReadWriteLock): one queue of `READ-` and
+ * `WRIT-` nodes under `path`. Readers share; a writer excludes readers and writers. Write→read
+ * downgrade: while this object's write lock is held, the read lock is granted at once (its node is
+ * marked `DOWN-`, and no writer is granted while one exists); then release the write lock.
+ * Read→write upgrade is not supported (it would wait for itself).
+ *
+ * Owner, as for the mutex, is the lock object: `readLock()`/`writeLock()` return the same two
+ * objects every time.
+ */
+export class InterProcessReadWriteLock implements AsyncDisposable {
+  readonly path: string;
+  readonly #write: ReentrantZkLock;
+  readonly #read: ReentrantZkLock;
+
+  constructor(session: ZkSession, path: string) {
+    requireSession(session);
+    this.path = validatePath('path', path);
+    const writer = new WriteLockDriver();
+    const reader = new ReadLockDriver(READ_NAME);
+    const downgraded = new ReadLockDriver(DOWNGRADE_NAME);
+    this.#write = new ReentrantZkLock(session, this.path, () => writer, 'write lock');
+    this.#read = new ReentrantZkLock(session, this.path, () => (this.#write.isAcquiredInThisProcess() ? downgraded : reader), 'read lock');
+  }
+
+  /** The shared (read) side. */
+  readLock(): ReentrantZkLock {
+    return this.#read;
+  }
+
+  /** The exclusive (write) side. */
+  writeLock(): ReentrantZkLock {
+    return this.#write;
+  }
+
+  /** Closes both sides (pending acquires abort, held leases are released). Idempotent. */
+  async close(): Promise<void> {
+    await Promise.all([this.#read.close(), this.#write.close()]);
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+}

@@ -1,0 +1,90 @@
+import zookeeper from 'node-zookeeper-client';
+import { pino } from 'pino';
+import { ZkSession, type ZkSessionOptions } from '../../src/zk/index.js';
+
+/** Timing constants for the ZooKeeper suite, in one place. */
+export const T = {
+  /** Session timeout for most tests (ms). */
+  session: 3000,
+  /** Generous bound for any event-driven wait on a loaded 2-core machine. */
+  wait: 20_000,
+};
+
+export async function openSession(connectionString: string, options: ZkSessionOptions = {}): Promise<ZkSession> {
+  const logger = process.env.ZK_DEBUG ? pino({ level: 'debug' }, pino.destination(2)) : undefined;
+  return new ZkSession(connectionString, { sessionTimeoutMs: T.session, logger, ...options }).start();
+}
+
+/** Polls `check` every 20 ms until it returns a truthy value or `timeoutMs` passes. */
+export async function eventually<V>(check: () => V | Promise<V>, timeoutMs = T.wait, what = 'condition'): Promise<NonNullable<V>> {
+  const end = performance.now() + timeoutMs;
+  for (;;) {
+    const v = await check();
+    if (v) return v as NonNullable<V>;
+    if (performance.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/**
+ * Expires `session`'s ZooKeeper session from outside (Curator's KillSession): a second client
+ * joins the same session id + password and closes it. The original client may win the session
+ * back before the close lands, so this repeats until the session reports LOST.
+ */
+export async function expireSession(connectionString: string, session: ZkSession): Promise<void> {
+  let lost = false;
+  const onState = (st: string): void => {
+    if (st === 'LOST') lost = true;
+  };
+  session.on('state', onState);
+  try {
+    for (let attempt = 0; attempt < 5 && !lost; attempt++) {
+      const c = session.client;
+      const killer = zookeeper.createClient(connectionString, { sessionId: c.getSessionId(), sessionPassword: c.getSessionPassword(), sessionTimeout: session.sessionTimeoutMs, retries: 0 } as never);
+      await new Promise<void>((resolve) => {
+        killer.once('connected', () => resolve());
+        killer.connect();
+      });
+      await new Promise<void>((resolve) => {
+        killer.once('disconnected', () => resolve());
+        killer.close();
+      });
+      const until = performance.now() + session.sessionTimeoutMs;
+      while (!lost && performance.now() < until) await new Promise((r) => setTimeout(r, 20));
+    }
+  } finally {
+    session.off('state', onState);
+  }
+  if (!lost) throw new Error('could not expire the session');
+}
+
+/** A plain client for inspecting the tree from outside the recipes. */
+export async function rawClient(connectionString: string): Promise<zookeeper.Client> {
+  const c = zookeeper.createClient(connectionString, { sessionTimeout: 10_000, retries: 0 });
+  await new Promise<void>((resolve) => {
+    c.once('connected', () => resolve());
+    c.connect();
+  });
+  return c;
+}
+
+export function children(c: zookeeper.Client, path: string): Promise<string[]> {
+  return new Promise((resolve, reject) =>
+    c.getChildren(path, (e, ch) => (e ? ((e as unknown as { getCode(): number }).getCode() === -101 ? resolve([]) : reject(e)) : resolve(ch))),
+  );
+}
+
+/** Parses `wchp` output: path → number of sessions watching it. */
+export function parseWchp(text: string): Map<string, number> {
+  const out = new Map<string, number>();
+  let current: string | undefined;
+  for (const line of text.split('\n')) {
+    if (line.startsWith('/')) {
+      current = line.trim();
+      out.set(current, 0);
+    } else if (current && /^\s+0x/.test(line)) {
+      out.set(current, (out.get(current) ?? 0) + 1);
+    }
+  }
+  return out;
+}

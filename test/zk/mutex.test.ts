@@ -1,0 +1,156 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ZooKeeperServer } from '../../src/testing/index.js';
+import { AcquireTimeoutError, ClosedError, ConfigError, LeaseLostError } from '../../src/core/errors.js';
+import { InterProcessMutex, type ZkSession } from '../../src/zk/index.js';
+import { children, eventually, openSession, parseWchp, rawClient, T } from './helpers.js';
+
+let zk: ZooKeeperServer;
+let s1: ZkSession;
+let s2: ZkSession;
+
+beforeAll(async () => {
+  zk = await new ZooKeeperServer().start();
+  [s1, s2] = await Promise.all([openSession(zk.connectionString), openSession(zk.connectionString)]);
+});
+afterAll(async () => {
+  await Promise.all([s1?.close(), s2?.close()]);
+  await zk?.stop();
+});
+
+describe('InterProcessMutex', () => {
+  it('grants an uncontended lock with a fence and deletes its node on release', async () => {
+    const m = new InterProcessMutex(s1, '/mutex/basic');
+    const lease = await m.acquire();
+    expect(typeof lease.fence).toBe('bigint');
+    expect(lease.signal.aborted).toBe(false);
+    expect(await m.getParticipantNodes()).toHaveLength(1);
+    await lease.release();
+    expect(lease.signal.aborted).toBe(true);
+    expect((lease.signal.reason as LeaseLostError).reason).toBe('released');
+    expect(await m.getParticipantNodes()).toHaveLength(0);
+    await m.close();
+  });
+
+  it('excludes a second session until the first releases, with a higher fence', async () => {
+    const a = new InterProcessMutex(s1, '/mutex/excl');
+    const b = new InterProcessMutex(s2, '/mutex/excl');
+    const la = await a.acquire();
+    let bGot = false;
+    const pb = b.acquire().then((l) => ((bGot = true), l));
+    await eventually(async () => (await a.getParticipantNodes()).length === 2);
+    expect(bGot).toBe(false);
+    await la.release();
+    const lb = await pb;
+    expect(lb.fence > la.fence).toBe(true);
+    await lb.release();
+    await Promise.all([a.close(), b.close()]);
+  });
+
+  it('is reentrant for the same object: one node, released when every lease is', async () => {
+    const m = new InterProcessMutex(s1, '/mutex/reentrant');
+    const l1 = await m.acquire();
+    const l2 = await m.acquire({ timeoutMs: 1000 });
+    expect(l2.fence).toBe(l1.fence);
+    expect(await m.getParticipantNodes()).toHaveLength(1);
+    await l2.release();
+    expect(m.isAcquiredInThisProcess()).toBe(true);
+    expect(l1.signal.aborted).toBe(false);
+    await m.release(); // releases the remaining hold (l1)
+    expect(l1.signal.aborted).toBe(true);
+    expect(m.isAcquiredInThisProcess()).toBe(false);
+    await expect(m.release()).rejects.toThrow(/not held/);
+    expect(await m.getParticipantNodes()).toHaveLength(0);
+    await m.close();
+  });
+
+  it('times out with AcquireTimeoutError and removes its waiting node', async () => {
+    const a = new InterProcessMutex(s1, '/mutex/timeout');
+    const b = new InterProcessMutex(s2, '/mutex/timeout');
+    const la = await a.acquire();
+    await expect(b.acquire({ timeoutMs: 300 })).rejects.toBeInstanceOf(AcquireTimeoutError);
+    expect(await a.getParticipantNodes()).toHaveLength(1);
+    const ac = new AbortController();
+    const pending = b.acquire({ signal: ac.signal });
+    await eventually(async () => (await a.getParticipantNodes()).length === 2);
+    ac.abort(new Error('changed my mind'));
+    await expect(pending).rejects.toThrow('changed my mind');
+    expect(await a.getParticipantNodes()).toHaveLength(1);
+    await la.release();
+    await Promise.all([a.close(), b.close()]);
+  });
+
+  it('serves waiters in FIFO order with strictly increasing fences', async () => {
+    const holder = new InterProcessMutex(s1, '/mutex/fifo');
+    const first = await holder.acquire();
+    const order: number[] = [];
+    const fences: bigint[] = [];
+    const waiters = Array.from({ length: 5 }, () => new InterProcessMutex(s2, '/mutex/fifo'));
+    const done: Promise<void>[] = [];
+    for (const [i, w] of waiters.entries()) {
+      done.push(
+        w.acquire().then(async (l) => {
+          order.push(i);
+          fences.push(l.fence);
+          await l.release();
+        }),
+      );
+      await eventually(async () => (await holder.getParticipantNodes()).length === i + 2);
+    }
+    await first.release();
+    await Promise.all(done);
+    expect(order).toEqual([0, 1, 2, 3, 4]);
+    for (let i = 1; i < fences.length; i++) expect(fences[i]! > fences[i - 1]!).toBe(true);
+    await Promise.all([holder.close(), ...waiters.map((w) => w.close())]);
+  });
+
+  it('herd: with 100 waiters each path has at most one watch and each release wakes exactly one waiter', async () => {
+    const sessions = await Promise.all(Array.from({ length: 20 }, () => openSession(zk.connectionString)));
+    try {
+      const holder = new InterProcessMutex(s1, '/mutex/herd');
+      const first = await holder.acquire();
+      const before = sessions.reduce((n, s) => n + s.watchEvents, 0);
+      let active = 0;
+      let maxActive = 0;
+      const waiters = Array.from({ length: 100 }, (_, i) => new InterProcessMutex(sessions[i % 20]!, '/mutex/herd'));
+      const done = waiters.map((w) =>
+        w.acquire().then(async (l) => {
+          active++;
+          maxActive = Math.max(maxActive, active);
+          await new Promise((r) => setImmediate(r));
+          active--;
+          await l.release();
+        }),
+      );
+      await eventually(async () => (await holder.getParticipantNodes()).length === 101, T.wait, '101 queued nodes');
+      // Every waiter has its predecessor watch in place once each has one watched path.
+      const watches = await eventually(async () => {
+        const w = parseWchp(await zk.fourLetterWord('wchp'));
+        const herd = [...w.entries()].filter(([p]) => p.startsWith('/mutex/herd/'));
+        return herd.length === 100 ? herd : undefined;
+      }, T.wait, '100 watched paths');
+      for (const [path, n] of watches) expect(n, path).toBe(1);
+      await first.release();
+      await Promise.all(done);
+      expect(maxActive).toBe(1);
+      const wakeUps = sessions.reduce((n, s) => n + s.watchEvents, 0) - before;
+      expect(wakeUps).toBe(100);
+      await holder.close();
+    } finally {
+      await Promise.all(sessions.map((s) => s.close()));
+    }
+  });
+
+  it('rejects bad input and use after close with named errors', async () => {
+    expect(() => new InterProcessMutex(s1, 'no-slash')).toThrow(ConfigError);
+    expect(() => new InterProcessMutex(s1, '/a//b')).toThrow(ConfigError);
+    expect(() => new InterProcessMutex(s1, '/bad\u0001char')).toThrow(ConfigError);
+    expect(() => new InterProcessMutex(s1, '/trailing/')).toThrow(ConfigError);
+    expect(() => new InterProcessMutex({} as ZkSession, '/x')).toThrow(ConfigError);
+    const m = new InterProcessMutex(s1, '/mutex/closed');
+    await m.close();
+    await expect(m.acquire()).rejects.toBeInstanceOf(ClosedError);
+    const raw = await rawClient(zk.connectionString);
+    expect(await children(raw, '/mutex/closed')).toEqual([]);
+    raw.close();
+  });
+});

@@ -1,0 +1,118 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FaultProxy, ZooKeeperServer } from '../../src/testing/index.js';
+import { ClosedError, ConfigError, LeaseLostError } from '../../src/core/errors.js';
+import { whenAborted } from '../../src/core/abort.js';
+import { InterProcessMutex, ZkSession, type ZkConnectionState } from '../../src/zk/index.js';
+import { eventually, expireSession, openSession, T } from './helpers.js';
+
+let zk: ZooKeeperServer;
+
+beforeAll(async () => {
+  zk = await new ZooKeeperServer().start();
+});
+afterAll(async () => {
+  await zk?.stop();
+});
+
+function record(s: ZkSession): ZkConnectionState[] {
+  const states: ZkConnectionState[] = [];
+  s.on('state', (st) => states.push(st));
+  return states;
+}
+
+describe('ZkSession', () => {
+  it('connects, negotiates the timeout and exposes a live epoch signal', async () => {
+    await using s = await openSession(zk.connectionString);
+    expect(s.state).toBe('CONNECTED');
+    expect(s.connected).toBe(true);
+    expect(s.sessionTimeoutMs).toBe(T.session);
+    expect(s.signal.aborted).toBe(false);
+    expect(s.sessionId).toMatch(/^[0-9a-f]{16}$/);
+    expect(s.deadline()).toBeGreaterThan(performance.now());
+  });
+
+  it('standard policy: a cut link is SUSPENDED, aborts holders at once, then RECONNECTED on the same session', async () => {
+    const proxy = await new FaultProxy({ target: { port: zk.port } }).start();
+    await using s = await openSession(proxy.address);
+    const states = record(s);
+    const id = s.sessionId;
+    const m = new InterProcessMutex(s, '/session/standard');
+    const lease = await m.acquire();
+    proxy.cut();
+    await whenAborted(lease.signal);
+    expect((lease.signal.reason as LeaseLostError).reason).toBe('suspended');
+    await eventually(() => s.state === 'RECONNECTED');
+    expect(states.slice(0, 2)).toEqual(['SUSPENDED', 'RECONNECTED']);
+    expect(s.sessionId).toBe(id);
+    // The demoted holder's node is deleted once reconnected: the lock is free again.
+    await eventually(async () => (await m.getParticipantNodes()).length === 0);
+    const again = await m.acquire({ timeoutMs: T.wait });
+    expect(again.fence > lease.fence).toBe(true);
+    await m.close();
+    await proxy.stop();
+  });
+
+  it('session policy: a holder keeps its lease through a short SUSPENDED', async () => {
+    const proxy = await new FaultProxy({ target: { port: zk.port } }).start();
+    await using s = await openSession(proxy.address, { policy: 'session' });
+    const states = record(s);
+    const m = new InterProcessMutex(s, '/session/session-policy');
+    const lease = await m.acquire();
+    proxy.cut();
+    await eventually(() => states.includes('RECONNECTED'));
+    expect(states).toEqual(['SUSPENDED', 'RECONNECTED']);
+    expect(lease.signal.aborted).toBe(false);
+    expect(lease.remainingMs()).toBeGreaterThan(0);
+    await lease.release();
+    await m.close();
+    await proxy.stop();
+  });
+
+  it('session policy: a silent server ends the lease at the local deadline, before the server could expire the session', async () => {
+    const proxy = await new FaultProxy({ target: { port: zk.port } }).start();
+    await using s = await openSession(proxy.address, { policy: 'session', safetyMarginMs: 500 });
+    const m = new InterProcessMutex(s, '/session/deadline');
+    const lease = await m.acquire();
+    proxy.blackhole();
+    const silentFrom = s.lastServerContact;
+    await whenAborted(lease.signal);
+    const abortedAt = performance.now();
+    expect(['deadline', 'session-lost']).toContain((lease.signal.reason as LeaseLostError).reason);
+    // Aborted before lastServerContact + sessionTimeout, the earliest the server may expire us.
+    expect(abortedAt).toBeLessThan(silentFrom + s.sessionTimeoutMs);
+    proxy.heal();
+    await eventually(() => s.state === 'CONNECTED' && s.connected, T.wait, 'a new session');
+    await m.close();
+    await proxy.stop();
+  });
+
+  it('after LOST it makes a new session by itself and fires each edge once', async () => {
+    await using s = await openSession(zk.connectionString);
+    const states = record(s);
+    let lostEvents = 0;
+    s.on('LOST', () => lostEvents++);
+    const old = s.sessionId;
+    await expireSession(zk.connectionString, s);
+    await eventually(() => states.includes('CONNECTED'), T.wait, 'a new session');
+    expect(states.filter((x) => x === 'LOST')).toHaveLength(1);
+    expect(lostEvents).toBe(1);
+    expect(states.at(-1)).toBe('CONNECTED');
+    expect(s.sessionId).not.toBe(old);
+  });
+
+  it('rejects bad options and use after close with named errors', async () => {
+    expect(() => new ZkSession('')).toThrow(ConfigError);
+    expect(() => new ZkSession(zk.connectionString, { sessionTimeoutMs: 0 })).toThrow(ConfigError);
+    expect(() => new ZkSession(zk.connectionString, { policy: 'lenient' as never })).toThrow(ConfigError);
+    expect(() => new ZkSession(zk.connectionString, { sessionTimeoutMs: 1000, safetyMarginMs: 1000 })).toThrow(/safetyMarginMs/);
+    const unstarted = new ZkSession(zk.connectionString);
+    await expect(new InterProcessMutex(unstarted, '/x').acquire()).rejects.toThrow(/not started/);
+    const s = await openSession(zk.connectionString);
+    const epoch = s.signal;
+    await s.close();
+    expect(epoch.aborted).toBe(true);
+    await s.close();
+    await expect(new InterProcessMutex(s, '/x').acquire()).rejects.toBeInstanceOf(ClosedError);
+    await expect(s.start()).rejects.toBeInstanceOf(ClosedError);
+  });
+});
