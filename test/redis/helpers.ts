@@ -33,3 +33,17 @@ export async function eventually<V>(fn: () => Promise<V | undefined>, timeoutMs 
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }
+
+/**
+ * Backdates the boot marker under `prefix` by an hour: the dataset looks long-seen, so the
+ * restart guard does not hold (tests of other behaviour need not sit it out). The restart test
+ * kills the server, which removes the marker for real.
+ */
+export async function backdateBoot(redis: Redis, prefix: string): Promise<void> {
+  const [sec, usec] = await redis.time();
+  const us = BigInt(sec ?? 0) * 1_000_000n + BigInt(usec ?? 0) - 3_600_000_000n;
+  await redis.del(`${prefix}boot`);
+  await redis.incrby(`${prefix}boot`, us.toString());
+}
+
+export const fixture = (name: string): string => new URL(`./fixtures/${name}`, import.meta.url).pathname;
