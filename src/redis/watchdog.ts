@@ -30,14 +30,18 @@ export class RenewWatchdog {
   readonly #abort = new AbortController();
   readonly #init: WatchdogInit;
   #deadline: number;
-  #renewTimer: NodeJS.Timeout | undefined;
-  #deadlineTimer: NodeJS.Timeout | undefined;
+  /** When the next renew is due (monotonic ms). */
+  #renewAt: number;
+  #renewing = false;
+  #stopped = false;
+  /** One timer for both duties: the next renew and the deadline, whichever comes first. */
+  #timer: NodeJS.Timeout | undefined;
 
   constructor(init: WatchdogInit) {
     this.#init = init;
     this.#deadline = init.sentAt + init.ttlMs - init.safetyMarginMs;
-    this.#armDeadline();
-    this.#scheduleRenew(init.sentAt);
+    this.#renewAt = init.sentAt + init.ttlMs / 3;
+    this.#arm();
   }
 
   /** Aborts (with a {@link LeaseLostError}) when the lease is lost or may be lost. */
@@ -50,62 +54,63 @@ export class RenewWatchdog {
     return this.#deadline;
   }
 
-  /** Stops renewing without reporting a loss (the holder is releasing). */
+  /**
+   * Stops renewing without reporting a loss: the holder is releasing (its lease has already
+   * detached from this signal, so the signal is left as it is).
+   */
   stop(): void {
-    this.#end('released', false);
+    this.#stopped = true;
+    clearTimeout(this.#timer);
   }
 
-  #end(reason: LeaseLostReason, report: boolean, cause?: unknown): void {
-    if (this.#abort.signal.aborted) return;
-    clearTimeout(this.#renewTimer);
-    clearTimeout(this.#deadlineTimer);
+  #end(reason: LeaseLostReason, cause?: unknown): void {
+    if (this.#stopped || this.#abort.signal.aborted) return;
+    clearTimeout(this.#timer);
     const { name, fence } = this.#init;
     const message =
       reason === 'deadline'
         ? `${name}: no renew acknowledged before the local lease deadline`
         : reason === 'expired'
           ? `${name}: the lock is no longer held by this lease at Redis`
-          : reason === 'renew-failed'
-            ? `${name}: renew failed`
-            : `${name}: ${reason}`;
+          : `${name}: renew failed`;
     this.#abort.abort(new LeaseLostError(reason, message, { cause, fence }));
-    if (report) this.#init.onLost?.(reason);
+    this.#init.onLost?.(reason);
   }
 
-  #armDeadline(): void {
-    clearTimeout(this.#deadlineTimer);
-    const wait = this.#deadline - this.#init.clock.now();
-    if (wait <= 0) return this.#end('deadline', true);
-    this.#deadlineTimer = setTimeout(() => this.#onDeadline(), wait);
+  #arm(): void {
+    clearTimeout(this.#timer);
+    if (this.#stopped || this.#abort.signal.aborted) return;
+    const now = this.#init.clock.now();
+    if (now >= this.#deadline) return this.#end('deadline');
+    const next = this.#renewing ? this.#deadline : Math.min(this.#deadline, this.#renewAt);
+    this.#timer = setTimeout(() => this.#tick(), Math.max(0, next - now));
   }
 
-  #onDeadline(): void {
-    // A timer can fire a hair early relative to the clock; re-check before declaring.
-    if (this.#init.clock.now() >= this.#deadline) this.#end('deadline', true);
-    else this.#armDeadline();
-  }
-
-  #scheduleRenew(lastSentAt: number): void {
-    const wait = lastSentAt + this.#init.ttlMs / 3 - this.#init.clock.now();
-    this.#renewTimer = setTimeout(() => void this.#renew(), Math.max(0, wait));
+  #tick(): void {
+    const now = this.#init.clock.now();
+    if (now >= this.#deadline) return this.#end('deadline');
+    if (!this.#renewing && now >= this.#renewAt) void this.#renew();
+    this.#arm();
   }
 
   async #renew(): Promise<void> {
-    if (this.#abort.signal.aborted) return;
     const { redis, lockKey, token, ttlMs, safetyMarginMs, clock } = this.#init;
     const sentAt = clock.now();
+    this.#renewing = true;
     let reply: unknown;
     try {
       reply = await runScript(redis, RENEW, [lockKey], [token, ttlMs]);
     } catch (e) {
-      return this.#end('renew-failed', true, e);
+      return this.#end('renew-failed', e);
+    } finally {
+      this.#renewing = false;
     }
-    if (this.#abort.signal.aborted) return; // late: the deadline already ended it; never revive
-    if (reply !== 1) return this.#end('expired', true);
+    if (this.#stopped || this.#abort.signal.aborted) return; // late: never revive
+    if (reply !== 1) return this.#end('expired');
     const deadline = sentAt + ttlMs - safetyMarginMs;
-    if (clock.now() >= deadline) return this.#end('deadline', true);
+    if (clock.now() >= deadline) return this.#end('deadline');
     this.#deadline = deadline;
-    this.#armDeadline();
-    this.#scheduleRenew(sentAt);
+    this.#renewAt = sentAt + ttlMs / 3;
+    this.#arm();
   }
 }
