@@ -125,6 +125,17 @@ describe('RedisLock', () => {
     await lock.close();
   });
 
+  it('aborts the lease with reason renew-failed as soon as a renew fails, long before the deadline', async () => {
+    const own = client(server.port);
+    const lock = new RedisLock(own, fresh(), { ...base, ttlMs: 3000 });
+    const lease = await lock.acquire();
+    own.disconnect(); // the next renew (at TTL/3) is refused by the client
+    await new Promise<void>((r) => lease.signal.addEventListener('abort', () => r(), { once: true }));
+    expect((lease.signal.reason as LeaseLostError).reason).toBe('renew-failed');
+    expect(lease.remainingMs()).toBe(0);
+    await lock.close();
+  });
+
   it('refuses bad options with ConfigError naming the field', () => {
     expect(() => new RedisLock(redis, '')).toThrow(/^name:/);
     expect(() => new RedisLock(redis, 'a{b}')).toThrow(ConfigError);
