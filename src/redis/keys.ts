@@ -10,6 +10,12 @@ export interface LockKeys {
   readonly boot: string;
   /** Pub/sub channel the releaser publishes to. */
   readonly released: string;
+  /** Waiters in arrival order (sorted set: ticket → token). */
+  readonly queue: string;
+  /** When each waiter stops counting as alive (sorted set: server ms → token). */
+  readonly alive: string;
+  /** The queue's ticket counter. */
+  readonly ticket: string;
 }
 
 /** A lock name: 1–200 characters, no control characters, no braces (used as hash tags). */
@@ -40,5 +46,8 @@ export function lockKeys(prefix: string, name: string): LockKeys {
     fence: `${prefix}fence:{${name}}`,
     boot: `${prefix}boot`,
     released: `${prefix}released:{${name}}`,
+    queue: `${prefix}queue:{${name}}`,
+    alive: `${prefix}alive:{${name}}`,
+    ticket: `${prefix}ticket:{${name}}`,
   };
 }

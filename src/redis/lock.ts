@@ -8,7 +8,7 @@ import { LeaseController, type Lease } from '../core/lease.js';
 import { optionalNumber, requireOptions } from '../core/validate.js';
 import { lockKeys, validateLockName, validatePrefix, type LockKeys } from './keys.js';
 import { ReleaseListener } from './release-listener.js';
-import { ACQUIRE, RELEASE, runScript } from './scripts.js';
+import { ACQUIRE, LEAVE_QUEUE, RELEASE, runScript } from './scripts.js';
 import { RenewWatchdog } from './watchdog.js';
 
 export interface RedisLockOptions {
@@ -28,7 +28,11 @@ export interface RedisLockOptions {
   restartGuardMs?: number;
   /** Prefix of every key and channel. @default 'tenure:' */
   keyPrefix?: string;
-  /** Upper bound of the jittered poll interval while waiting (the fallback to the release message). @default 1000 */
+  /**
+   * Upper bound of the jittered poll interval while waiting (the fallback to the release
+   * message). Waiters queue in arrival order; one that has not polled for `3 × retryMaxMs + 1 s`
+   * (crashed, paused) loses its place. @default 1000
+   */
   retryMaxMs?: number;
   /** Logger; state edges at info, retries at debug. @default silent */
   logger?: Logger;
@@ -47,8 +51,10 @@ type Attempt = { kind: 'acquired'; lease: Lease } | { kind: 'held'; pttlMs: numb
 
 /**
  * A lock on a single Redis node, with a fencing token and a renewing lease (not Redlock).
- * `acquire()` waits, woken by the releaser's publish; every {@link Lease} carries the fence (an
- * `INCR` done in the same script as `SET NX PX`) and a signal driven by its {@link RenewWatchdog}.
+ * `acquire()` queues in arrival order and is woken by the releaser's publish (hand-off in about
+ * one round trip; polling with jitter as the fallback); every {@link Lease} carries the fence (an
+ * `INCR` done in the same script as `SET NX PX`) and a signal driven by its {@link RenewWatchdog},
+ * the one owner of the lease's liveness. A lost lease is never re-acquired behind your back.
  *
  * Hazard, stated where you decide: a lease is only as safe as the resource that checks its
  * fence. Pass `lease.fence` to a fenced resource and `lease.signal` to every call you make.
@@ -61,6 +67,7 @@ export class RedisLock implements AsyncDisposable {
   readonly #marginMs: number;
   readonly #guardMs: number;
   readonly #retryMaxMs: number;
+  readonly #waiterTtlMs: number;
   readonly #clock: Clock;
   readonly #log: Logger;
   readonly #listener: ReleaseListener;
@@ -83,6 +90,7 @@ export class RedisLock implements AsyncDisposable {
       throw new ConfigError('restartGuardMs', `must be at least ttlMs (${this.ttlMs}) or 0, got ${this.#guardMs}`);
     }
     this.#retryMaxMs = optionalNumber('retryMaxMs', o.retryMaxMs, 1000, { min: 1 });
+    this.#waiterTtlMs = Math.ceil(3 * this.#retryMaxMs + 1000);
     this.#keys = lockKeys(o.keyPrefix === undefined ? 'tenure:' : validatePrefix('keyPrefix', o.keyPrefix), this.name);
     this.#clock = o.clock ?? monotonicClock;
     this.#log = (o.logger ?? pino({ level: 'silent' })).child({ name: 'redis-lock', id: this.name });
@@ -99,11 +107,16 @@ export class RedisLock implements AsyncDisposable {
     o.signal?.throwIfAborted();
     this.#assertOpen();
     const scope = waitScope(`redis lock '${this.name}'`, o);
+    // One token for the whole wait: it is this caller's place in the queue, then its lock value.
+    const token = randomBytes(16).toString('hex');
+    let queued = false;
+    let lease: Lease | undefined;
     try {
       await raceSignal(this.#listener.ready(), scope.signal);
       for (;;) {
         scope.signal.throwIfAborted();
-        const pending = this.#attempt();
+        const seen = this.#listener.seen(token);
+        const pending = this.#attempt(token, true);
         let a: Attempt;
         try {
           a = await raceSignal(pending, scope.signal);
@@ -113,7 +126,7 @@ export class RedisLock implements AsyncDisposable {
           throw e;
         }
         if (a.kind === 'acquired') {
-          if (!scope.signal.aborted) return a.lease;
+          if (!scope.signal.aborted) return (lease = a.lease);
           await a.lease.release().catch(() => undefined);
           scope.signal.throwIfAborted();
         }
@@ -122,27 +135,42 @@ export class RedisLock implements AsyncDisposable {
           await sleep(a.waitMs, scope.signal);
           continue;
         }
+        queued = true;
         const pttl = a.kind === 'held' && a.pttlMs > 0 ? a.pttlMs : this.#retryMaxMs;
         const poll = Math.min(pttl, this.#retryMaxMs * (0.5 + Math.random() / 2));
         this.#log.debug({ pollMs: poll }, 'held elsewhere: waiting for release');
-        await this.#listener.wait(poll, scope.signal);
+        await this.#listener.wait(token, seen, poll, scope.signal);
       }
     } finally {
       scope.dispose();
+      this.#listener.forget(token);
+      if (queued && !lease) {
+        // Leave the queue, so the waiters behind need not sit out this one's expiry.
+        runScript(this.#redis, LEAVE_QUEUE, [this.#keys.queue, this.#keys.alive], [token]).catch(() => undefined);
+      }
     }
   }
 
-  /** One attempt: the lease, or undefined when the lock is held (or the restart guard holds). */
+  /**
+   * One attempt: the lease, or undefined when the lock is held, others are queued for it, or the
+   * restart guard holds.
+   */
   async tryAcquire(): Promise<Lease | undefined> {
     this.#assertOpen();
-    const a = await this.#attempt();
+    const a = await this.#attempt(randomBytes(16).toString('hex'), false);
     return a.kind === 'acquired' ? a.lease : undefined;
   }
 
-  async #attempt(): Promise<Attempt> {
-    const token = randomBytes(16).toString('hex');
+  async #attempt(token: string, queue: boolean): Promise<Attempt> {
+    const k = this.#keys;
     const sentAt = this.#clock.now();
-    const reply = (await runScript(this.#redis, ACQUIRE, [this.#keys.lock, this.#keys.fence, this.#keys.boot], [token, this.ttlMs, this.#guardMs])) as [number, number];
+    const reply = (await runScript(this.#redis, ACQUIRE, [k.lock, k.fence, k.boot, k.queue, k.alive, k.ticket], [
+      token,
+      this.ttlMs,
+      this.#guardMs,
+      queue ? '1' : '0',
+      this.#waiterTtlMs,
+    ])) as [number, number];
     const [status, value] = reply;
     if (status === -1) return { kind: 'guard', waitMs: value };
     if (status === 0) return { kind: 'held', pttlMs: value };
@@ -151,7 +179,7 @@ export class RedisLock implements AsyncDisposable {
 
   #grant(token: string, fence: bigint, sentAt: number): Lease {
     const release = async (): Promise<void> => {
-      await runScript(this.#redis, RELEASE, [this.#keys.lock], [token, this.#keys.released]);
+      await runScript(this.#redis, RELEASE, [this.#keys.lock, this.#keys.queue], [token, this.#keys.released]);
     };
     const watchdog = new RenewWatchdog({
       redis: this.#redis,

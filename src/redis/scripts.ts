@@ -29,8 +29,20 @@ import type { Redis } from 'ioredis';
  * which time every such lease has expired on its holder's local deadline too.
  */
 
-/** KEYS: lock, fence counter, boot marker. ARGV: token, ttlMs, restartGuardMs.
- * Returns {1, fence} on success, {0, pttl} when held, {-1, waitMs} while the restart guard holds. */
+/**
+ * KEYS: lock, fence counter, boot marker, queue (ticket → waiter), alive (expiry → waiter),
+ * ticket counter. ARGV: token, ttlMs, restartGuardMs, '1' to queue up (a waiting acquire) or '0'
+ * (a try), waiterTtlMs.
+ *
+ * Fair hand-off: the lock goes to a free-lock caller only if nobody waits, or to the waiter at the
+ * head of the queue, so a releaser that loops straight back to acquire joins the tail instead of
+ * barging past everyone it just woke. Waiters refresh their `alive` entry on every try; one that
+ * stops trying (crashed, paused) is dropped `waiterTtlMs` later, so it blocks the queue no longer.
+ * Queue keys expire when nobody touches them.
+ *
+ * Returns {1, fence} on success, {0, pttl} when held or not this caller's turn, {-1, waitMs}
+ * while the restart guard holds.
+ */
 export const ACQUIRE = `
 local t = redis.call('TIME')
 local nowUs = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -45,13 +57,42 @@ local waitUs = boot + tonumber(ARGV[3]) * 1000 - nowUs
 if waitUs > 0 then
   return {-1, math.ceil(waitUs / 1000)}
 end
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+local me = ARGV[1]
+local nowMs = math.floor(nowUs / 1000)
+if redis.call('ZCARD', KEYS[5]) > 0 then
+  local gone = redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', string.format('%.0f', nowMs))
+  for _, w in ipairs(gone) do
+    redis.call('ZREM', KEYS[4], w)
+    redis.call('ZREM', KEYS[5], w)
+  end
+end
+local head = redis.call('ZRANGE', KEYS[4], 0, 0)[1]
+if (head == nil or head == me) and redis.call('SET', KEYS[1], me, 'NX', 'PX', ARGV[2]) then
+  if head == me then
+    redis.call('ZREM', KEYS[4], me)
+    redis.call('ZREM', KEYS[5], me)
+  end
   if redis.call('EXISTS', KEYS[2]) == 0 then
     redis.call('INCRBY', KEYS[2], string.format('%.0f', nowUs))
   end
   return {1, redis.call('INCR', KEYS[2])}
 end
+if ARGV[4] == '1' then
+  if not redis.call('ZSCORE', KEYS[4], me) then
+    redis.call('ZADD', KEYS[4], redis.call('INCR', KEYS[6]), me)
+  end
+  local wttl = tonumber(ARGV[5])
+  redis.call('ZADD', KEYS[5], string.format('%.0f', nowMs + wttl), me)
+  for i = 4, 6 do redis.call('PEXPIRE', KEYS[i], 2 * wttl) end
+end
 return {0, redis.call('PTTL', KEYS[1])}
+`;
+
+/** KEYS: queue, alive. ARGV: token. An abandoned wait leaves the queue. */
+export const LEAVE_QUEUE = `
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+return 1
 `;
 
 /** KEYS: lock. ARGV: token, ttlMs. Returns 1 when renewed, 0 when the token no longer holds it. */
@@ -62,11 +103,14 @@ end
 return 0
 `;
 
-/** KEYS: lock. ARGV: token, release channel. Returns 1 when it deleted its own lock, else 0. */
+/**
+ * KEYS: lock, queue. ARGV: token, release channel. Returns 1 when it deleted its own lock, else 0.
+ * The message names the waiter whose turn it is (empty when nobody waits), so only it retries.
+ */
 export const RELEASE = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
-  redis.call('PUBLISH', ARGV[2], 'released')
+  redis.call('PUBLISH', ARGV[2], redis.call('ZRANGE', KEYS[2], 0, 0)[1] or '')
   return 1
 end
 return 0

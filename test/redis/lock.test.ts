@@ -4,7 +4,7 @@ import { AcquireTimeoutError, ConfigError, LeaseLostError } from '../../src/inde
 import { RedisElection, RedisLock } from '../../src/redis/index.js';
 import { RENEW, runScript } from '../../src/redis/scripts.js';
 import { RedisServer } from '../../src/testing/index.js';
-import { client } from './helpers.js';
+import { client, eventually as until } from './helpers.js';
 
 const prefix = 'lk:';
 /** These tests are not about restarts: the restart guard is off (see faults.test.ts for it). */
@@ -86,6 +86,68 @@ describe('RedisLock', () => {
     expect(b.fence).toBeGreaterThan(a.fence);
     await b.release();
     await Promise.all([holder.close(), waiter.close()]);
+  });
+
+  it('grants waiters in arrival order; a releaser that comes straight back joins the tail', async () => {
+    const name = fresh();
+    const locks = Array.from({ length: 4 }, () => new RedisLock(redis, name, { ...base }));
+    const first = await locks[0]!.acquire();
+    const order: number[] = [];
+    const waits: Promise<void>[] = [];
+    for (const i of [1, 2, 3]) {
+      waits.push(
+        locks[i]!.acquire({ timeoutMs: 20_000 }).then(async (l) => {
+          order.push(i);
+          await new Promise((r) => setTimeout(r, 20));
+          await l.release();
+        }),
+      );
+      await until(async () => ((await redis.zcard(`${prefix}queue:{${name}}`)) === i ? true : undefined));
+    }
+    await first.release();
+    const again = locks[0]!.acquire({ timeoutMs: 20_000 }).then(async (l) => {
+      order.push(0);
+      await l.release();
+    });
+    await Promise.all([...waits, again]);
+    expect(order).toEqual([1, 2, 3, 0]);
+    expect(await redis.exists(`${prefix}queue:{${name}}`)).toBe(0);
+    await Promise.all(locks.map((l) => l.close()));
+  });
+
+  it('tryAcquire does not jump the queue', async () => {
+    const name = fresh();
+    const [a, b, c] = [0, 1, 2].map(() => new RedisLock(redis, name, { ...base }));
+    const held = await a!.acquire();
+    const waiting = b!.acquire({ timeoutMs: 20_000 });
+    await until(async () => ((await redis.zcard(`${prefix}queue:{${name}}`)) === 1 ? true : undefined));
+    await redis.eval(`return redis.call('DEL', KEYS[1])`, 1, `${prefix}lock:{${name}}`); // the lock is free, B is next
+    expect(await c!.tryAcquire()).toBeUndefined();
+    const lb = await waiting;
+    expect(lb.fence).toBeGreaterThan(held.fence);
+    await lb.release();
+    await Promise.all([a, b, c].map((l) => l!.close()));
+  });
+
+  it('an abandoned wait leaves the queue at once, and a vanished waiter loses its place after its TTL', async () => {
+    const name = fresh();
+    const [a, b, c] = [0, 1, 2].map(() => new RedisLock(redis, name, { ...base, retryMaxMs: 100 }));
+    const held = await a!.acquire();
+    const ac = new AbortController();
+    const pb = b!.acquire({ signal: ac.signal });
+    await until(async () => ((await redis.zcard(`${prefix}queue:{${name}}`)) === 1 ? true : undefined));
+    ac.abort(new Error('gave up'));
+    await expect(pb).rejects.toThrow('gave up');
+    await until(async () => ((await redis.zcard(`${prefix}queue:{${name}}`)) === 0 ? true : undefined));
+    // A waiter that vanished without leaving (crashed): an entry nobody refreshes.
+    await redis.zadd(`${prefix}queue:{${name}}`, 0, 'ghost');
+    const [sec] = await redis.time();
+    await redis.zadd(`${prefix}alive:{${name}}`, (Number(sec) + 1) * 1000, 'ghost');
+    await held.release();
+    const lc = await c!.acquire({ timeoutMs: 10_000 }); // after the ghost's alive entry lapses
+    expect(await redis.zscore(`${prefix}queue:{${name}}`, 'ghost')).toBeNull();
+    await lc.release();
+    await Promise.all([a, b, c].map((l) => l!.close()));
   });
 
   it('rejects a waiting acquire with the signal’s reason and leaves no lock behind', async () => {
