@@ -147,9 +147,10 @@ export class PgSession {
     if (this.#returned) return;
     this.#returned = true;
     this.client.off('end', this.#onEnd);
-    // Keep an error listener: a late error on a destroyed client must not crash the process.
     this.client.off('error', this.#onError);
-    this.client.on('error', () => undefined);
+    // A destroyed client may still emit a late error: it must not crash the process. (A client
+    // back in the pool is the pool's to watch.)
+    if (destroy) this.client.on('error', () => undefined);
     this.client.release(destroy ? true : undefined);
   }
 
