@@ -71,3 +71,16 @@ export async function handoff(a: Acquire, b: Acquire, durationMs: number): Promi
   }
   return { p50: percentile(samples, 50), p99: percentile(samples, 99), samples: samples.length };
 }
+
+/**
+ * Runs `measure` for every implementation in turn, `rounds` times, so load drifting on a shared
+ * machine hits every implementation alike; returns, per implementation, the round with the
+ * median `key`.
+ */
+export async function interleaved<T>(impls: string[], rounds: number, measure: (impl: string) => Promise<T>, key: (r: T) => number): Promise<Map<string, T>> {
+  const all = new Map<string, T[]>(impls.map((i) => [i, []]));
+  for (let r = 0; r < rounds; r++) for (const impl of impls) all.get(impl)!.push(await measure(impl));
+  const out = new Map<string, T>();
+  for (const [impl, rs] of all) out.set(impl, [...rs].sort((a, b) => key(a) - key(b))[Math.floor(rs.length / 2)]!);
+  return out;
+}

@@ -2,12 +2,14 @@
  * Postgres advisory locks: tenure's withXactLock vs the raw `pg_advisory_xact_lock` baseline
  * (the same two round trips: `BEGIN; SELECT pg_advisory_xact_lock(…)`, then `COMMIT`), for one
  * client and 10 contenders; and PgSessionLock vs a raw pinned `pg_advisory_lock`/`unlock`.
+ * Implementations are measured in turn, three rounds of a third of the duration each; each row is
+ * the median round (the machine is shared).
  */
 import pg from 'pg';
 import { PgSessionLock, advisoryKey, withXactLock } from '../src/postgres/index.js';
 import { PostgresServer } from '../src/testing/index.js';
 import { timeLoop, type BenchCase, type BenchRow } from './harness.js';
-import { contend, handoff, type Acquire } from './contention.js';
+import { contend, handoff, interleaved, type Acquire } from './contention.js';
 
 type Impl = { impl: string; acquire: (pool: pg.Pool, name: string) => Acquire };
 
@@ -70,11 +72,16 @@ async function run({ durationMs }: { durationMs: number }): Promise<BenchRow[]> 
   try {
     await withXactLock(pool, 'warm-up', () => undefined); // creates the schema
     for (const [group, impls] of [['postgres xact lock', xactImpls], ['postgres session lock', sessionImpls]] as const) {
-      for (const { impl, acquire } of impls) {
-        const one = acquire(pool, `solo:${impl}`);
-        const r = await timeLoop(async () => (await one())(), durationMs);
-        rows.push({ group, scenario: 'uncontended acquire+release', impl, opsPerSec: r.opsPerSec, p50Ms: r.p50Ms, p99Ms: r.p99Ms });
-        const c = await contend(Array.from({ length: 10 }, () => acquire(pool, `ten:${impl}`)), durationMs);
+      const names = impls.map((i) => i.impl);
+      const byName = new Map(impls.map((i) => [i.impl, i.acquire]));
+      const slice = Math.max(500, Math.round(durationMs / 3));
+      const solo = await interleaved(names, 3, async (impl) => {
+        const one = byName.get(impl)!(pool, `solo:${impl}`);
+        return timeLoop(async () => (await one())(), slice);
+      }, (r) => r.opsPerSec);
+      for (const [impl, r] of solo) rows.push({ group, scenario: 'uncontended acquire+release', impl, opsPerSec: r.opsPerSec, p50Ms: r.p50Ms, p99Ms: r.p99Ms });
+      const ten = await interleaved(names, 3, (impl) => contend(Array.from({ length: 10 }, () => byName.get(impl)!(pool, `ten:${impl}`)), slice), (c) => c.opsPerSec);
+      for (const [impl, c] of ten) {
         rows.push({
           group,
           scenario: '10 contenders (wait time)',
@@ -84,9 +91,9 @@ async function run({ durationMs }: { durationMs: number }): Promise<BenchRow[]> 
           p99Ms: c.waitP99,
           notes: `p99.9 ${c.waitP999.toFixed(1)} ms; per-contender min/max ${c.min}/${c.max}`,
         });
-        const h = await handoff(acquire(pool, `handoff:${impl}`), acquire(pool, `handoff:${impl}`), Math.min(durationMs, 3000));
-        rows.push({ group, scenario: 'hand-off release → waiter granted', impl, p50Ms: h.p50, p99Ms: h.p99, notes: `${h.samples} hand-offs` });
       }
+      const hand = await interleaved(names, 3, (impl) => handoff(byName.get(impl)!(pool, `handoff:${impl}`), byName.get(impl)!(pool, `handoff:${impl}`), Math.min(slice, 1500)), (h) => h.p50);
+      for (const [impl, h] of hand) rows.push({ group, scenario: 'hand-off release → waiter granted', impl, p50Ms: h.p50, p99Ms: h.p99, notes: `${h.samples} hand-offs` });
     }
   } finally {
     await pool.end();

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { pino, type Logger } from 'pino';
 import { raceSignal, sleep, waitScope } from '../core/abort.js';
@@ -45,6 +45,18 @@ export interface AcquireOptions {
   signal?: AbortSignal;
   /** Give up after this long with AcquireTimeoutError. @default no limit */
   timeoutMs?: number;
+}
+
+/** Tokens of 16 random bytes, cut from a pool filled 4 KiB at a time (one syscall per 256). */
+const pool = Buffer.alloc(4096);
+let poolAt = pool.length;
+function newToken(): string {
+  if (poolAt + 16 > pool.length) {
+    randomFillSync(pool);
+    poolAt = 0;
+  }
+  poolAt += 16;
+  return pool.toString('hex', poolAt - 16, poolAt);
 }
 
 type Attempt = { kind: 'acquired'; lease: Lease } | { kind: 'held'; pttlMs: number } | { kind: 'guard'; waitMs: number };
@@ -106,43 +118,45 @@ export class RedisLock implements AsyncDisposable {
     const o = requireOptions('options', options);
     o.signal?.throwIfAborted();
     this.#assertOpen();
-    const scope = waitScope(`redis lock '${this.name}'`, o);
+    // Without a signal or a timeout there is nothing to race: skip the scope (and its signal).
+    const scope = o.signal || o.timeoutMs !== undefined ? waitScope(`redis lock '${this.name}'`, o) : undefined;
+    const signal = scope?.signal;
     // One token for the whole wait: it is this caller's place in the queue, then its lock value.
-    const token = randomBytes(16).toString('hex');
+    const token = newToken();
     let queued = false;
     let lease: Lease | undefined;
     try {
-      await raceSignal(this.#listener.ready(), scope.signal);
+      await raceSignal(this.#listener.ready(), signal);
       for (;;) {
-        scope.signal.throwIfAborted();
+        signal?.throwIfAborted();
         const seen = this.#listener.seen(token);
         const pending = this.#attempt(token, true);
         let a: Attempt;
         try {
-          a = await raceSignal(pending, scope.signal);
+          a = await raceSignal(pending, signal);
         } catch (e) {
           // Aborted mid-attempt: a lock granted after all must not be left renewing.
           pending.then((x) => (x.kind === 'acquired' ? x.lease.release() : undefined)).catch(() => undefined);
           throw e;
         }
         if (a.kind === 'acquired') {
-          if (!scope.signal.aborted) return (lease = a.lease);
+          if (!signal?.aborted) return (lease = a.lease);
           await a.lease.release().catch(() => undefined);
-          scope.signal.throwIfAborted();
+          signal?.throwIfAborted();
         }
         if (a.kind === 'guard') {
           this.#log.info({ waitMs: a.waitMs }, 'restart guard: waiting for leases of the lost dataset to expire');
-          await sleep(a.waitMs, scope.signal);
+          await sleep(a.waitMs, signal);
           continue;
         }
         queued = true;
         const pttl = a.kind === 'held' && a.pttlMs > 0 ? a.pttlMs : this.#retryMaxMs;
         const poll = Math.min(pttl, this.#retryMaxMs * (0.5 + Math.random() / 2));
         this.#log.debug({ pollMs: poll }, 'held elsewhere: waiting for release');
-        await this.#listener.wait(token, seen, poll, scope.signal);
+        await this.#listener.wait(token, seen, poll, signal);
       }
     } finally {
-      scope.dispose();
+      scope?.dispose();
       this.#listener.forget(token);
       if (queued && !lease) {
         // Leave the queue, so the waiters behind need not sit out this one's expiry.
@@ -157,7 +171,7 @@ export class RedisLock implements AsyncDisposable {
    */
   async tryAcquire(): Promise<Lease | undefined> {
     this.#assertOpen();
-    const a = await this.#attempt(randomBytes(16).toString('hex'), false);
+    const a = await this.#attempt(newToken(), false);
     return a.kind === 'acquired' ? a.lease : undefined;
   }
 

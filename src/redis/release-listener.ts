@@ -70,8 +70,8 @@ export class ReleaseListener {
    * Resolves on the next release message for `token` (at once if one arrived since `seen`),
    * after `ms`, or when `signal` aborts. Never rejects.
    */
-  wait(token: string, seen: string, ms: number, signal: AbortSignal): Promise<void> {
-    if (signal.aborted || this.seen(token) !== seen) return Promise.resolve();
+  wait(token: string, seen: string, ms: number, signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted || this.seen(token) !== seen) return Promise.resolve();
     return new Promise<void>((resolve) => {
       let set = this.#waiters.get(token);
       if (!set) this.#waiters.set(token, (set = new Set()));
@@ -80,12 +80,12 @@ export class ReleaseListener {
         clearTimeout(timer);
         waiters.delete(done);
         if (waiters.size === 0 && this.#waiters.get(token) === waiters) this.#waiters.delete(token);
-        signal.removeEventListener('abort', done);
+        signal?.removeEventListener('abort', done);
         resolve();
       };
       const timer = setTimeout(done, Math.max(0, ms));
       waiters.add(done);
-      signal.addEventListener('abort', done, { once: true });
+      signal?.addEventListener('abort', done, { once: true });
     });
   }
 

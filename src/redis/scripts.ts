@@ -59,14 +59,15 @@ if waitUs > 0 then
 end
 local me = ARGV[1]
 local nowMs = math.floor(nowUs / 1000)
-if redis.call('ZCARD', KEYS[5]) > 0 then
+local head = redis.call('ZRANGE', KEYS[4], 0, 0)[1]
+if head ~= nil then
   local gone = redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', string.format('%.0f', nowMs))
   for _, w in ipairs(gone) do
     redis.call('ZREM', KEYS[4], w)
     redis.call('ZREM', KEYS[5], w)
   end
+  head = redis.call('ZRANGE', KEYS[4], 0, 0)[1]
 end
-local head = redis.call('ZRANGE', KEYS[4], 0, 0)[1]
 if (head == nil or head == me) and redis.call('SET', KEYS[1], me, 'NX', 'PX', ARGV[2]) then
   if head == me then
     redis.call('ZREM', KEYS[4], me)
