@@ -185,4 +185,19 @@ describe('PgElection', () => {
     expect(await advisoryLocks(pool)).toEqual([]);
     await expect(c2.campaign()).rejects.toMatchObject({ code: 'CLOSED' });
   });
+
+  it('hands the term to the next candidate when the leader’s connection dies, with a higher fence', async () => {
+    const c1 = new PgElection(pool, 'election-2', { id: 'c1', minBackoffMs: 10, maxBackoffMs: 50 });
+    const c2 = new PgElection(pool, 'election-2', { id: 'c2', minBackoffMs: 10, maxBackoffMs: 50 });
+    const t1 = await c1.campaign();
+    const p2 = c2.campaign();
+    const [leader] = await advisoryLocks(pool);
+    await pool.query('SELECT pg_terminate_backend($1)', [leader!.pid]);
+    const t2 = await p2;
+    expect(t1.signal.aborted).toBe(true);
+    expect((t1.signal.reason as LeaseLostError).reason).toBe('connection-lost');
+    expect(t2.fence).toBeGreaterThan(t1.fence);
+    await Promise.all([c1.close(), c2.close()]);
+    expect(await advisoryLocks(pool)).toEqual([]);
+  });
 });
