@@ -82,6 +82,8 @@ export class RedisFencedWrite {
  * A {@link FencedResource} in Redis: the highest accepted fence lives in the hash at `key`
  * (field `fence`), and each write's data commands run in the same Lua script that checks it, so a
  * stale holder's write is refused atomically. Single node (or keys that share a hash slot).
+ * Your function runs first, only to queue commands on the {@link RedisFencedWrite} it receives;
+ * nothing it queued reaches Redis unless the fence passes (so keep side effects out of it).
  *
  * ```ts
  * const ledger = new RedisFencedResource(redis, 'ledger:fence');
