@@ -1,0 +1,105 @@
+/**
+ * Postgres advisory locks: tenure's withXactLock vs the raw `pg_advisory_xact_lock` baseline
+ * (the same two round trips: `BEGIN; SELECT pg_advisory_xact_lock(…)`, then `COMMIT`), for one
+ * client and 10 contenders; and PgSessionLock vs a raw pinned `pg_advisory_lock`/`unlock`.
+ * Implementations are measured in turn, three rounds of a third of the duration each; each row is
+ * the median round (the machine is shared).
+ */
+import pg from 'pg';
+import { PgSessionLock, advisoryKey, withXactLock } from '../src/postgres/index.js';
+import { PostgresServer } from '../src/testing/index.js';
+import { timeLoop, type BenchCase, type BenchRow } from './harness.js';
+import { contend, handoff, interleaved, type Acquire } from './contention.js';
+
+type Impl = { impl: string; acquire: (pool: pg.Pool, name: string) => Acquire };
+
+/** Holds the lock until the returned release runs (so contention and hand-off can be measured). */
+function xactHolder(run: (pool: pg.Pool, name: string, body: () => Promise<void>) => Promise<unknown>): (pool: pg.Pool, name: string) => Acquire {
+  return (pool, name) => () =>
+    new Promise((granted, failed) => {
+      run(pool, name, () => new Promise<void>((done) => granted(async () => done()))).catch(failed);
+    });
+}
+
+const xactImpls: Impl[] = [
+  { impl: 'tenure withXactLock', acquire: xactHolder((pool, name, body) => withXactLock(pool, name, body)) },
+  {
+    impl: 'raw pg_advisory_xact_lock',
+    acquire: xactHolder(async (pool, name, body) => {
+      const k = advisoryKey(name);
+      const c = await pool.connect();
+      try {
+        await c.query(`BEGIN; SELECT pg_advisory_xact_lock(${k.namespace}, ${k.key})`);
+        await body();
+        await c.query('COMMIT');
+      } finally {
+        c.release();
+      }
+    }),
+  },
+];
+
+const sessionImpls: Impl[] = [
+  {
+    impl: 'tenure PgSessionLock',
+    acquire: (pool, name) => {
+      const lock = new PgSessionLock(pool, name);
+      return async () => {
+        const lease = await lock.acquire();
+        return () => lease.release();
+      };
+    },
+  },
+  {
+    impl: 'raw pg_advisory_lock (pinned client)',
+    acquire: (pool, name) => async () => {
+      const k = advisoryKey(name);
+      const c = await pool.connect();
+      await c.query(`SELECT pg_advisory_lock(${k.namespace}, ${k.key})`);
+      return async () => {
+        await c.query(`SELECT pg_advisory_unlock(${k.namespace}, ${k.key})`);
+        c.release();
+      };
+    },
+  },
+];
+
+async function run({ durationMs }: { durationMs: number }): Promise<BenchRow[]> {
+  const server = await new PostgresServer().start();
+  const pool = new pg.Pool({ ...server.connectionConfig, max: 12 });
+  pool.on('error', () => undefined);
+  const rows: BenchRow[] = [];
+  try {
+    await withXactLock(pool, 'warm-up', () => undefined); // creates the schema
+    for (const [group, impls] of [['postgres xact lock', xactImpls], ['postgres session lock', sessionImpls]] as const) {
+      const names = impls.map((i) => i.impl);
+      const byName = new Map(impls.map((i) => [i.impl, i.acquire]));
+      const slice = Math.max(500, Math.round(durationMs / 3));
+      const solo = await interleaved(names, 3, async (impl) => {
+        const one = byName.get(impl)!(pool, `solo:${impl}`);
+        return timeLoop(async () => (await one())(), slice);
+      }, (r) => r.opsPerSec);
+      for (const [impl, r] of solo) rows.push({ group, scenario: 'uncontended acquire+release', impl, opsPerSec: r.opsPerSec, p50Ms: r.p50Ms, p99Ms: r.p99Ms });
+      const ten = await interleaved(names, 3, (impl) => contend(Array.from({ length: 10 }, () => byName.get(impl)!(pool, `ten:${impl}`)), slice), (c) => c.opsPerSec);
+      for (const [impl, c] of ten) {
+        rows.push({
+          group,
+          scenario: '10 contenders (wait time)',
+          impl,
+          opsPerSec: c.opsPerSec,
+          p50Ms: c.waitP50,
+          p99Ms: c.waitP99,
+          notes: `p99.9 ${c.waitP999.toFixed(1)} ms; per-contender min/max ${c.min}/${c.max}`,
+        });
+      }
+      const hand = await interleaved(names, 3, (impl) => handoff(byName.get(impl)!(pool, `handoff:${impl}`), byName.get(impl)!(pool, `handoff:${impl}`), Math.min(slice, 1500)), (h) => h.p50);
+      for (const [impl, h] of hand) rows.push({ group, scenario: 'hand-off release → waiter granted', impl, p50Ms: h.p50, p99Ms: h.p99, notes: `${h.samples} hand-offs` });
+    }
+  } finally {
+    await pool.end();
+    await server.stop();
+  }
+  return rows;
+}
+
+export const cases: BenchCase[] = [{ group: 'postgres lock', run }];

@@ -1,0 +1,125 @@
+/**
+ * RedisLock vs `redlock` 4.2 and `@sesamecare-oss/redlock` 1.4, each on one Redis node:
+ * uncontended acquire+release, 10 contenders, and hand-off latency. The Redlock clients run
+ * with their default retry delay/jitter (200 ± 100 ms) and unlimited retries, as users run them.
+ * Implementations are measured in turn, three rounds of a third of the duration each; each row is
+ * the median round (the machine is shared).
+ */
+import { createRequire } from 'node:module';
+import { Redis } from 'ioredis';
+import { Redlock as SesameRedlock } from '@sesamecare-oss/redlock';
+import { RedisLock } from '../src/redis/index.js';
+import { RedisServer } from '../src/testing/index.js';
+import { timeLoop, type BenchCase, type BenchRow } from './harness.js';
+import { contend, handoff, interleaved, type Acquire } from './contention.js';
+
+interface Redlock4Lock {
+  unlock(): Promise<void>;
+}
+interface Redlock4 {
+  lock(resource: string, ttl: number): Promise<Redlock4Lock>;
+}
+const Redlock4Ctor = createRequire(import.meta.url)('redlock') as new (clients: Redis[], opts: Record<string, number>) => Redlock4;
+
+const TTL = 5000;
+type Impl = { impl: string; make: (redis: Redis, name: string) => Promise<{ acquire: Acquire; close(): Promise<void> }> };
+
+const impls: Impl[] = [
+  {
+    impl: 'tenure RedisLock',
+    make: async (redis, name) => {
+      const lock = new RedisLock(redis, name, { ttlMs: TTL });
+      return {
+        acquire: async () => {
+          const lease = await lock.acquire();
+          return () => lease.release();
+        },
+        close: () => lock.close(),
+      };
+    },
+  },
+  {
+    impl: 'redlock 4.2 (1 node)',
+    make: async (redis, name) => {
+      const rl = new Redlock4Ctor([redis], { retryCount: -1 });
+      return {
+        acquire: async () => {
+          const l = await rl.lock(name, TTL);
+          return () => l.unlock();
+        },
+        close: async () => undefined,
+      };
+    },
+  },
+  {
+    impl: '@sesamecare-oss/redlock 1.4 (1 node)',
+    make: async (redis, name) => {
+      const rl = new SesameRedlock([redis], { retryCount: -1 });
+      return {
+        acquire: async () => {
+          const l = await rl.acquire([name], TTL);
+          return () => l.release();
+        },
+        close: async () => undefined,
+      };
+    },
+  },
+];
+
+async function run({ durationMs }: { durationMs: number }): Promise<BenchRow[]> {
+  const server = await new RedisServer().start();
+  const clients: Redis[] = [];
+  const client = (): Redis => {
+    const c = new Redis(server.endpoint);
+    clients.push(c);
+    return c;
+  };
+  const rows: BenchRow[] = [];
+  try {
+    // A fresh server looks like a restarted one: sit out the restart guard once.
+    const warm = new RedisLock(client(), 'warm-up', { ttlMs: TTL });
+    await (await warm.acquire()).release();
+    await warm.close();
+    const names = impls.map((i) => i.impl);
+    const byName = new Map(impls.map((i) => [i.impl, i.make]));
+    const slice = Math.max(500, Math.round(durationMs / 3));
+    const solo = await interleaved(names, 3, async (impl) => {
+      const one = await byName.get(impl)!(client(), `solo:${impl}`);
+      const r = await timeLoop(async () => (await one.acquire())(), slice);
+      await one.close();
+      return r;
+    }, (r) => r.opsPerSec);
+    for (const [impl, r] of solo) rows.push({ group: 'redis lock', scenario: 'uncontended acquire+release', impl, opsPerSec: r.opsPerSec, p50Ms: r.p50Ms, p99Ms: r.p99Ms });
+    const ten = await interleaved(names, 3, async (impl) => {
+      const contenders = await Promise.all(Array.from({ length: 10 }, () => byName.get(impl)!(client(), `ten:${impl}`)));
+      const c = await contend(contenders.map((x) => x.acquire), slice);
+      await Promise.all(contenders.map((x) => x.close()));
+      return c;
+    }, (c) => c.opsPerSec);
+    for (const [impl, c] of ten) {
+      rows.push({
+        group: 'redis lock',
+        scenario: '10 contenders (wait time)',
+        impl,
+        opsPerSec: c.opsPerSec,
+        p50Ms: c.waitP50,
+        p99Ms: c.waitP99,
+        notes: `p99.9 ${c.waitP999.toFixed(1)} ms; per-contender min/max ${c.min}/${c.max}`,
+      });
+    }
+    const hand = await interleaved(names, 3, async (impl) => {
+      const make = byName.get(impl)!;
+      const [a, b] = await Promise.all([make(client(), `handoff:${impl}`), make(client(), `handoff:${impl}`)]);
+      const h = await handoff(a.acquire, b.acquire, Math.min(slice, 1500));
+      await Promise.all([a.close(), b.close()]);
+      return h;
+    }, (h) => h.p50);
+    for (const [impl, h] of hand) rows.push({ group: 'redis lock', scenario: 'hand-off release → waiter granted', impl, p50Ms: h.p50, p99Ms: h.p99, notes: `${h.samples} hand-offs` });
+  } finally {
+    for (const c of clients) c.disconnect();
+    await server.stop();
+  }
+  return rows;
+}
+
+export const cases: BenchCase[] = [{ group: 'redis lock', run }];

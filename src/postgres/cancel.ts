@@ -1,0 +1,15 @@
+import type { Pool, PoolClient } from 'pg';
+
+/**
+ * Ends a connection that is waiting for a lock. Closing the socket alone is not enough: a backend
+ * blocked in a lock wait does not notice its client left until it is granted the lock (unless
+ * `client_connection_check_interval` is set), so it would sit in the queue and briefly take the
+ * lock. So: destroy the client (which frees its pool slot), then cancel the backend by pid from
+ * the pool, and wait for that. Best effort; never throws.
+ */
+export async function abandonWait(pool: Pool, client: PoolClient, release: (err: Error) => void): Promise<void> {
+  const pid = (client as PoolClient & { processID?: number | null }).processID;
+  client.on('error', () => undefined);
+  release(new Error('lock wait abandoned'));
+  if (typeof pid === 'number') await pool.query('SELECT pg_cancel_backend($1)', [pid]).catch(() => undefined);
+}

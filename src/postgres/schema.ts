@@ -1,0 +1,43 @@
+import type { Pool } from 'pg';
+import { SCHEMA_LOCK, keyArgs } from './keys.js';
+
+/**
+ * tenure's schema, created idempotently on first use (or run `SCHEMA_SQL` as a migration):
+ * - `tenure_fence_seq`: where lock fences come from. A sequence, not a per-name counter row,
+ *   on purpose: `nextval` never rolls back, so a fence handed to a holder whose transaction later
+ *   aborted (its connection was killed while it was paused, say) is never handed out again, and a
+ *   zombie can never share a fence with its successor. Fences are strictly increasing in
+ *   acquisition order for every name (each is taken after the lock is granted), not dense.
+ * - `tenure_fence`: the highest fence each PostgresFencedResource has accepted.
+ */
+export const SCHEMA_SQL = `
+CREATE SEQUENCE IF NOT EXISTS tenure_fence_seq AS bigint;
+CREATE TABLE IF NOT EXISTS tenure_fence (
+  resource text PRIMARY KEY,
+  fence bigint NOT NULL CHECK (fence >= 0)
+);`;
+
+const ready = new WeakMap<Pool, Promise<void>>();
+
+/**
+ * Creates the schema once per pool. Concurrent `CREATE … IF NOT EXISTS` can still collide in the
+ * catalog, so creation runs under a reserved advisory lock.
+ */
+export function ensureSchema(pool: Pool): Promise<void> {
+  let p = ready.get(pool);
+  if (!p) {
+    p = (async () => {
+      const client = await pool.connect();
+      try {
+        await client.query(`BEGIN; SELECT pg_advisory_xact_lock(${keyArgs(SCHEMA_LOCK)}); ${SCHEMA_SQL} COMMIT;`);
+        client.release();
+      } catch (e) {
+        client.release(e instanceof Error ? e : true);
+        throw e;
+      }
+    })();
+    ready.set(pool, p);
+    p.catch(() => ready.delete(pool));
+  }
+  return p;
+}

@@ -1,0 +1,100 @@
+import type { Redis } from 'ioredis';
+
+/**
+ * Wakes waiting acquires when the holder releases. The release script publishes, on the name's
+ * channel, the token of the waiter at the head of the queue (empty when nobody queues); this
+ * listener (one subscriber connection per lock, opened on the first wait) wakes that waiter only,
+ * or every waiter for an empty message. Polling with jitter stays as the fallback, so a message
+ * lost in a reconnect, or addressed to a waiter that died, only costs the poll interval.
+ */
+export class ReleaseListener {
+  readonly #redis: Redis;
+  readonly #channel: string;
+  #sub: Redis | undefined;
+  #ready: Promise<void> | undefined;
+  /** Pending waits: token → wake functions. */
+  readonly #waiters = new Map<string, Set<() => void>>();
+  /** Messages addressed to everyone. */
+  #broadcasts = 0;
+  /** Messages addressed to a token with a wait in progress (removed by `forget`). */
+  readonly #addressed = new Map<string, number>();
+
+  constructor(redis: Redis, channel: string) {
+    this.#redis = redis;
+    this.#channel = channel;
+  }
+
+  /** Subscribes (once). Await before trying to acquire, so no release is missed in between. */
+  ready(): Promise<void> {
+    if (!this.#ready) {
+      const sub = this.#redis.duplicate();
+      this.#sub = sub;
+      sub.on('error', () => undefined); // reconnects on its own; polling covers the gap
+      sub.on('message', (channel: string, to: string) => {
+        if (channel === this.#channel) this.#deliver(to);
+      });
+      this.#ready = sub.subscribe(this.#channel).then(() => undefined);
+      this.#ready.catch(() => {
+        this.#ready = undefined;
+        sub.disconnect();
+      });
+    }
+    return this.#ready;
+  }
+
+  #deliver(to: string): void {
+    if (to === '') {
+      this.#broadcasts++;
+      for (const set of [...this.#waiters.values()]) for (const w of [...set]) w();
+      return;
+    }
+    if (this.#addressed.has(to)) this.#addressed.set(to, (this.#addressed.get(to) ?? 0) + 1);
+    for (const w of [...(this.#waiters.get(to) ?? [])]) w();
+  }
+
+  /**
+   * A stamp of the messages `token` has been sent so far. Take it before an attempt and pass it
+   * to `wait`: a release that arrives while the attempt's reply is on its way is then not missed.
+   */
+  seen(token: string): string {
+    if (!this.#addressed.has(token)) this.#addressed.set(token, 0);
+    return `${this.#broadcasts}/${this.#addressed.get(token)}`;
+  }
+
+  /** Drops the per-token count once a wait is over. */
+  forget(token: string): void {
+    this.#addressed.delete(token);
+  }
+
+  /**
+   * Resolves on the next release message for `token` (at once if one arrived since `seen`),
+   * after `ms`, or when `signal` aborts. Never rejects.
+   */
+  wait(token: string, seen: string, ms: number, signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted || this.seen(token) !== seen) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      let set = this.#waiters.get(token);
+      if (!set) this.#waiters.set(token, (set = new Set()));
+      const waiters = set;
+      const done = (): void => {
+        clearTimeout(timer);
+        waiters.delete(done);
+        if (waiters.size === 0 && this.#waiters.get(token) === waiters) this.#waiters.delete(token);
+        signal?.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, Math.max(0, ms));
+      waiters.add(done);
+      signal?.addEventListener('abort', done, { once: true });
+    });
+  }
+
+  /** Closes the subscriber connection. */
+  async close(): Promise<void> {
+    for (const set of [...this.#waiters.values()]) for (const w of [...set]) w();
+    const sub = this.#sub;
+    this.#sub = undefined;
+    this.#ready = undefined;
+    if (sub) await sub.quit().catch(() => sub.disconnect());
+  }
+}

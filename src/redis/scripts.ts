@@ -1,0 +1,142 @@
+import { createHash } from 'node:crypto';
+import type { Redis } from 'ioredis';
+
+/**
+ * The Lua scripts behind RedisLock. Every state change of a lock key happens inside one of
+ * these, so each is atomic on the single Redis node:
+ * - acquire: `SET key token NX PX ttl` and `INCR` of the fence counter together, behind the
+ *   restart guard;
+ * - renew: a token-checked `PEXPIRE`;
+ * - release: a token-checked delete that publishes the hand-off.
+ *
+ * ## Fences across a restart without persistence (the epoch)
+ * The fence counter lives in Redis, so a restart without persistence loses it. When the counter
+ * is missing, acquire seeds it with the server clock in microseconds (`TIME`) before `INCR`.
+ * Before the loss the counter was at most `e0 + n`, where `e0` is the microsecond it was seeded
+ * at and `n` the number of acquisitions since. Acquisitions of one name are serialized by these
+ * scripts and each takes well over a microsecond of server time, so `n` < the microseconds
+ * elapsed, and the new seed (taken later) exceeds every earlier fence. Assumptions, written
+ * down: the server's wall clock does not step back across the restart by more than the time
+ * the old counter ran ahead of it, and the dataset is lost as a whole (restart, FLUSHALL) — a
+ * key evicted alone would break it, so run with `maxmemory-policy noeviction` or a `volatile-*`
+ * policy (the counter and the boot marker have no TTL and are never evicted by those).
+ *
+ * ## The delayed-restart guard
+ * The boot marker records the server microsecond at which tenure first saw this dataset. When it
+ * is missing, the data was lost (or the server is new: the two cannot be told apart), and a
+ * holder elsewhere may still believe in a lease the restart erased. Acquire then grants nothing
+ * until `restartGuardMs` (≥ the longest TTL in use) has passed since the marker was written, by
+ * which time every such lease has expired on its holder's local deadline too.
+ */
+
+/**
+ * KEYS: lock, fence counter, boot marker, queue (ticket → waiter), alive (expiry → waiter),
+ * ticket counter. ARGV: token, ttlMs, restartGuardMs, '1' to queue up (a waiting acquire) or '0'
+ * (a try), waiterTtlMs.
+ *
+ * Fair hand-off: the lock goes to a free-lock caller only if nobody waits, or to the waiter at the
+ * head of the queue, so a releaser that loops straight back to acquire joins the tail instead of
+ * barging past everyone it just woke. Waiters refresh their `alive` entry on every try; one that
+ * stops trying (crashed, paused) is dropped `waiterTtlMs` later, so it blocks the queue no longer.
+ * Queue keys expire when nobody touches them.
+ *
+ * Returns {1, fence} on success, {0, pttl} when held or not this caller's turn, {-1, waitMs}
+ * while the restart guard holds.
+ */
+export const ACQUIRE = `
+local t = redis.call('TIME')
+local nowUs = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local boot = redis.call('GET', KEYS[3])
+if not boot then
+  redis.call('INCRBY', KEYS[3], string.format('%.0f', nowUs))
+  boot = nowUs
+else
+  boot = tonumber(boot)
+end
+local waitUs = boot + tonumber(ARGV[3]) * 1000 - nowUs
+if waitUs > 0 then
+  return {-1, math.ceil(waitUs / 1000)}
+end
+local me = ARGV[1]
+local nowMs = math.floor(nowUs / 1000)
+local head = redis.call('ZRANGE', KEYS[4], 0, 0)[1]
+if head ~= nil then
+  local gone = redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', string.format('%.0f', nowMs))
+  for _, w in ipairs(gone) do
+    redis.call('ZREM', KEYS[4], w)
+    redis.call('ZREM', KEYS[5], w)
+  end
+  head = redis.call('ZRANGE', KEYS[4], 0, 0)[1]
+end
+if (head == nil or head == me) and redis.call('SET', KEYS[1], me, 'NX', 'PX', ARGV[2]) then
+  if head == me then
+    redis.call('ZREM', KEYS[4], me)
+    redis.call('ZREM', KEYS[5], me)
+  end
+  if redis.call('EXISTS', KEYS[2]) == 0 then
+    redis.call('INCRBY', KEYS[2], string.format('%.0f', nowUs))
+  end
+  return {1, redis.call('INCR', KEYS[2])}
+end
+if ARGV[4] == '1' then
+  if not redis.call('ZSCORE', KEYS[4], me) then
+    redis.call('ZADD', KEYS[4], redis.call('INCR', KEYS[6]), me)
+  end
+  local wttl = tonumber(ARGV[5])
+  redis.call('ZADD', KEYS[5], string.format('%.0f', nowMs + wttl), me)
+  for i = 4, 6 do redis.call('PEXPIRE', KEYS[i], 2 * wttl) end
+end
+return {0, redis.call('PTTL', KEYS[1])}
+`;
+
+/** KEYS: queue, alive. ARGV: token. An abandoned wait leaves the queue. */
+export const LEAVE_QUEUE = `
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+return 1
+`;
+
+/** KEYS: lock. ARGV: token, ttlMs. Returns 1 when renewed, 0 when the token no longer holds it. */
+export const RENEW = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0
+`;
+
+/**
+ * KEYS: lock, queue. ARGV: token, release channel. Returns 1 when it deleted its own lock, else 0.
+ * The message names the waiter whose turn it is (empty when nobody waits), so only it retries.
+ */
+export const RELEASE = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  redis.call('PUBLISH', ARGV[2], redis.call('ZRANGE', KEYS[2], 0, 0)[1] or '')
+  return 1
+end
+return 0
+`;
+
+const shas = new Map<string, string>();
+
+function sha1(src: string): string {
+  let s = shas.get(src);
+  if (!s) {
+    s = createHash('sha1').update(src).digest('hex');
+    shas.set(src, s);
+  }
+  return s;
+}
+
+/**
+ * Runs a script by its SHA, loading it with EVAL when the server does not know it (first use,
+ * or after a restart emptied the script cache). Never mutates the user's client.
+ */
+export async function runScript(redis: Redis, src: string, keys: string[], args: (string | number)[]): Promise<unknown> {
+  try {
+    return await redis.evalsha(sha1(src), keys.length, ...keys, ...args);
+  } catch (e) {
+    if (e instanceof Error && e.message.startsWith('NOSCRIPT')) return redis.eval(src, keys.length, ...keys, ...args);
+    throw e;
+  }
+}

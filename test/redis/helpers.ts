@@ -1,0 +1,49 @@
+import { Redis } from 'ioredis';
+import { RedisLock } from '../../src/redis/index.js';
+
+/** Timing constants for the Redis suites, in one place. */
+export const T = {
+  /** Short lease for fault tests: long enough for a loaded 2-core machine's timers. */
+  ttlMs: 2000,
+  marginMs: 500,
+} as const;
+
+export function client(port: number, extra: Record<string, unknown> = {}): Redis {
+  return new Redis({ host: '127.0.0.1', port, lazyConnect: false, ...extra });
+}
+
+/**
+ * The first acquire under a prefix on a fresh server waits out the restart guard (a new server
+ * looks like a restarted one). Pay it once per suite, with the guard the suite's locks use.
+ */
+export async function warmPrefix(redis: Redis, prefix: string, guardMs: number): Promise<void> {
+  const lock = new RedisLock(redis, 'warm-up', { keyPrefix: prefix, ttlMs: guardMs, restartGuardMs: guardMs });
+  const lease = await lock.acquire({ timeoutMs: guardMs + 15_000 });
+  await lease.release();
+  await lock.close();
+}
+
+/** Polls `fn` until it returns a value (not undefined) or `timeoutMs` passes. */
+export async function eventually<V>(fn: () => Promise<V | undefined>, timeoutMs = 15_000, everyMs = 10): Promise<V> {
+  const end = performance.now() + timeoutMs;
+  for (;;) {
+    const v = await fn().catch(() => undefined);
+    if (v !== undefined) return v;
+    if (performance.now() > end) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+/**
+ * Backdates the boot marker under `prefix` by an hour: the dataset looks long-seen, so the
+ * restart guard does not hold (tests of other behaviour need not sit it out). The restart test
+ * kills the server, which removes the marker for real.
+ */
+export async function backdateBoot(redis: Redis, prefix: string): Promise<void> {
+  const [sec, usec] = await redis.time();
+  const us = BigInt(sec ?? 0) * 1_000_000n + BigInt(usec ?? 0) - 3_600_000_000n;
+  await redis.del(`${prefix}boot`);
+  await redis.incrby(`${prefix}boot`, us.toString());
+}
+
+export const fixture = (name: string): string => new URL(`./fixtures/${name}`, import.meta.url).pathname;
