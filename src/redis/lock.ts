@@ -21,9 +21,9 @@ export interface RedisLockOptions {
   safetyMarginMs?: number;
   /**
    * After Redis lost its data (a restart without persistence), no lock is granted until this long
-   * after tenure first sees the empty dataset. Must be ≥ the longest TTL any lock under the same
-   * prefix uses. A brand-new server looks the same, so the first acquire on it waits this long
-   * once. 0 disables the guard (unsafe across restarts). @default ttlMs
+   * after the server started. Must be ≥ the longest TTL any lock under the same prefix uses. A
+   * server that has been up longer than this grants at once; only a just-(re)started one waits
+   * out the rest. 0 disables the guard (unsafe across restarts). @default ttlMs
    */
   restartGuardMs?: number;
   /** Prefix of every key and channel. @default 'tenure:' */

@@ -22,11 +22,15 @@ import type { Redis } from 'ioredis';
  * policy (the counter and the boot marker have no TTL and are never evicted by those).
  *
  * ## The delayed-restart guard
- * The boot marker records the server microsecond at which tenure first saw this dataset. When it
- * is missing, the data was lost (or the server is new: the two cannot be told apart), and a
- * holder elsewhere may still believe in a lease the restart erased. Acquire then grants nothing
- * until `restartGuardMs` (≥ the longest TTL in use) has passed since the marker was written, by
- * which time every such lease has expired on its holder's local deadline too.
+ * The boot marker records when the dataset tenure sees began. When it is missing, the data was
+ * lost in a restart (or the server is new: the two cannot be told apart), and a holder elsewhere
+ * may still believe in a lease the restart erased. Such a lease was granted before the server
+ * started, so acquire grants nothing until `restartGuardMs` (≥ the longest TTL in use) has passed
+ * since the server started (`INFO server` uptime, read inside the script): a server that has
+ * been up longer than the guard — a long-running Redis meeting tenure for the first time — does
+ * not wait at all; a just-restarted one waits out the remainder, by which time every such lease
+ * has expired on its holder's local deadline too. Not covered: data dropped without a restart
+ * (`FLUSHALL` while locks are held) on a server up longer than the guard.
  */
 
 /**
@@ -48,8 +52,11 @@ local t = redis.call('TIME')
 local nowUs = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local boot = redis.call('GET', KEYS[3])
 if not boot then
-  redis.call('INCRBY', KEYS[3], string.format('%.0f', nowUs))
-  boot = nowUs
+  -- The dataset may have been lost no earlier than the server started: start the guard there.
+  -- uptime_in_seconds is floored, so nowUs - up is the latest possible start (the safe side).
+  local up = tonumber(string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)')) or 0
+  boot = nowUs - up * 1000000
+  redis.call('INCRBY', KEYS[3], string.format('%.0f', boot))
 else
   boot = tonumber(boot)
 end

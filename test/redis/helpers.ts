@@ -13,8 +13,9 @@ export function client(port: number, extra: Record<string, unknown> = {}): Redis
 }
 
 /**
- * The first acquire under a prefix on a fresh server waits out the restart guard (a new server
- * looks like a restarted one). Pay it once per suite, with the guard the suite's locks use.
+ * The first acquire under a prefix on a just-started server waits out the rest of the restart
+ * guard (a new server looks like a restarted one). Pay it once per suite, with the guard the
+ * suite's locks use.
  */
 export async function warmPrefix(redis: Redis, prefix: string, guardMs: number): Promise<void> {
   const lock = new RedisLock(redis, 'warm-up', { keyPrefix: prefix, ttlMs: guardMs, restartGuardMs: guardMs });

@@ -212,15 +212,35 @@ describe('RedisLock', () => {
 });
 
 describe('the restart guard', () => {
-  it('grants nothing on a dataset tenure has not seen until the guard has passed', async () => {
-    const lock = new RedisLock(redis, fresh(), { keyPrefix: 'guard:', ttlMs: 1500 });
-    expect(await lock.tryAcquire()).toBeUndefined(); // writes the boot marker, starts the guard
-    expect(await redis.exists('guard:boot')).toBe(1);
-    expect(await lock.tryAcquire()).toBeUndefined();
-    const t0 = performance.now();
-    const lease = await lock.acquire({ timeoutMs: 15_000 });
-    expect(performance.now() - t0).toBeGreaterThan(500); // it did wait, for the rest of 1.5 s
-    await lease.release();
+  it('a just-started server grants nothing until the guard has passed since it started', async () => {
+    const young = await new RedisServer().start();
+    const r = client(young.port);
+    try {
+      const lock = new RedisLock(r, fresh(), { keyPrefix: 'guard:', ttlMs: 1500 });
+      expect(await lock.tryAcquire()).toBeUndefined(); // writes the boot marker: the guard holds
+      expect(await r.exists('guard:boot')).toBe(1);
+      expect(await lock.tryAcquire()).toBeUndefined();
+      const t0 = performance.now();
+      const lease = await lock.acquire({ timeoutMs: 15_000 });
+      expect(performance.now() - t0).toBeGreaterThan(200); // it did wait, for the rest of 1.5 s
+      await lease.release();
+      await lock.close();
+    } finally {
+      r.disconnect();
+      await young.stop();
+    }
+  });
+
+  it('a server up longer than the guard grants at once, though tenure has not seen its dataset', async () => {
+    await until(async () => {
+      const up = Number(/uptime_in_seconds:(\d+)/.exec(await redis.info('server'))?.[1]);
+      return up >= 2 ? true : undefined;
+    }, 10_000);
+    const lock = new RedisLock(redis, fresh(), { keyPrefix: 'old-server:', ttlMs: 1000 });
+    const lease = await lock.tryAcquire();
+    expect(lease).toBeDefined();
+    expect(await redis.exists('old-server:boot')).toBe(1);
+    await lease?.release();
     await lock.close();
   });
 });
