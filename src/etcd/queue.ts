@@ -1,0 +1,296 @@
+import { CompareResult, CompareTarget, SortOrder, SortTarget, type ICompare, type IKeyValue, type IRequestOp, type ITxnResponse } from 'etcd3';
+import { sleep } from '../core/abort.js';
+import { LeaseController } from '../core/lease.js';
+import { LeaseLostError, SessionExpiredError, TenureError } from '../core/errors.js';
+import { callWithin } from './client.js';
+import type { EtcdSession } from './session.js';
+
+/**
+ * The revision queue behind EtcdMutex and EtcdElection, written once (like etcd's `key.go`).
+ *
+ * Each participant puts one key, `<name>/<lease id hex>`, attached to its session's lease; the
+ * queue order is the keys' `create_revision`. A waiter watches **only** its predecessor — the
+ * key with the highest create_revision below its own — for deletion, so a release wakes exactly
+ * one waiter. On reaching the head, the participant refreshes its key with a put guarded by
+ * `create_revision == own`: that put's revision is the fence, greater than every revision of
+ * every earlier holder (their puts, proclaims and deletion included).
+ */
+
+/** What a participant holds while queued or at the head. */
+export interface Slot {
+  /** create_revision of the participant's key (its place in the queue). */
+  readonly rev: bigint;
+  /** Aborts (reason SessionExpiredError) when the key disappears while queued or held. */
+  readonly gone: AbortSignal;
+  /** Stops watching the key. */
+  stop(): void;
+  /** @internal the session's claim on the key. */
+  readonly token: object;
+}
+
+/** Counters for tests and diagnostics. */
+export interface QueueStats {
+  /** Times a waiter was woken by its predecessor's deletion. */
+  predecessorWakeups: number;
+  /** Predecessor watches created. */
+  predecessorWatches: number;
+}
+
+const RPC_MS = 5000;
+
+/** The first key after every key starting with `prefix`. */
+export function prefixEnd(prefix: Buffer): Buffer {
+  const end = Buffer.from(prefix);
+  for (let i = end.length - 1; i >= 0; i--) {
+    if (end[i]! < 0xff) {
+      end[i]!++;
+      return end.subarray(0, i + 1);
+    }
+  }
+  return Buffer.from([0]);
+}
+
+/** Whether an error is worth retrying (a transport error, not a tenure decision or an abort). */
+function transient(e: unknown, signal: AbortSignal): boolean {
+  return !signal.aborted && !(e instanceof TenureError) && !(e instanceof Error && e.name === 'AbortError');
+}
+
+export class RevisionQueue {
+  readonly session: EtcdSession;
+  /** `<name>/` */
+  readonly prefix: Buffer;
+  /** `<name>/<lease id hex>` */
+  readonly key: string;
+  readonly keyBuf: Buffer;
+  readonly what: string;
+  readonly stats: QueueStats = { predecessorWakeups: 0, predecessorWatches: 0 };
+
+  constructor(session: EtcdSession, name: string, what: string) {
+    this.session = session;
+    this.prefix = Buffer.from(`${name}/`);
+    this.key = `${name}/${session.leaseIdHex}`;
+    this.keyBuf = Buffer.from(this.key);
+    this.what = what;
+  }
+
+  /** A compare that holds while this participant's key is the one created at `rev`. */
+  ownerCompare(rev: bigint): ICompare {
+    return { key: this.keyBuf, target: CompareTarget.Create, result: CompareResult.Equal, create_revision: String(rev) };
+  }
+
+  /** Runs a txn, retrying transport errors until `signal` aborts. */
+  async txn(compare: ICompare[], success: IRequestOp[], failure: IRequestOp[], signal: AbortSignal): Promise<ITxnResponse> {
+    for (let attempt = 0; ; attempt++) {
+      signal.throwIfAborted();
+      try {
+        return await this.session.client.kv.txn({ compare, success, failure }, callWithin(RPC_MS));
+      } catch (e) {
+        if (!transient(e, signal)) throw e;
+        this.session.logger.debug({ err: e, key: this.key }, `${this.what}: etcd call failed; retrying`);
+        await sleep(Math.min(500, 50 * 2 ** Math.min(attempt, 4)), signal);
+      }
+    }
+  }
+
+  /** Puts the key if absent (keeping an existing one: a resumed lease keeps its place). */
+  async enqueue(value: Buffer, signal: AbortSignal): Promise<bigint> {
+    for (;;) {
+      const res = await this.txn(
+        [{ key: this.keyBuf, target: CompareTarget.Create, result: CompareResult.Equal, create_revision: '0' }],
+        [{ request_put: { key: this.keyBuf, value, lease: this.session.leaseId } }],
+        [{ request_range: { key: this.keyBuf } }],
+        signal,
+      );
+      if (res.succeeded) return BigInt(res.header.revision);
+      const kv = res.responses[0]?.response_range.kvs[0];
+      if (kv) return BigInt(kv.create_revision);
+    }
+  }
+
+  /** Watches the own key from `rev`: `gone` aborts when it is deleted (lease expired, revoked, deleted). */
+  watchOwn(rev: bigint, token: object): Slot {
+    const ctl = new AbortController();
+    const w = this.session.client.watch().key(this.keyBuf).startRevision(String(rev + 1n)).only('delete').watcher();
+    w.on('delete', () => ctl.abort(new SessionExpiredError(`${this.what}: own key ${this.key} was deleted (lease expired or revoked)`)));
+    w.on('error', (e: unknown) => this.session.logger.warn({ err: e, key: this.key }, `${this.what}: own-key watch failed`));
+    return {
+      rev,
+      token,
+      gone: ctl.signal,
+      stop: () => void w.cancel().catch(() => undefined),
+    };
+  }
+
+  /**
+   * Resolves once the key created at `rev` heads the queue. Rejects with SessionExpiredError at
+   * once when the key disappears, and with `signal.reason` when `signal` aborts.
+   */
+  async waitForTurn(rev: bigint, signal: AbortSignal): Promise<void> {
+    for (;;) {
+      const res = await this.txn(
+        [],
+        [
+          { request_range: { key: this.keyBuf } },
+          {
+            request_range: {
+              key: this.prefix,
+              range_end: prefixEnd(this.prefix),
+              max_create_revision: String(rev - 1n),
+              sort_order: SortOrder.Descend,
+              sort_target: SortTarget.Create,
+              limit: 1,
+            },
+          },
+        ],
+        [],
+        signal,
+      );
+      const own: IKeyValue | undefined = res.responses[0]?.response_range.kvs[0];
+      if (!own || BigInt(own.create_revision) !== rev) {
+        throw new SessionExpiredError(`${this.what}: own key ${this.key} disappeared while queued (session expired?)`);
+      }
+      const pred = res.responses[1]?.response_range.kvs[0];
+      if (!pred) return;
+      await this.#waitDeleted(pred.key, BigInt(res.header.revision) + 1n, signal);
+      this.stats.predecessorWakeups++;
+    }
+  }
+
+  /** Watches one key (the predecessor) from `fromRev` until it is deleted. */
+  async #waitDeleted(key: Buffer, fromRev: bigint, signal: AbortSignal): Promise<void> {
+    signal.throwIfAborted();
+    this.stats.predecessorWatches++;
+    const w = this.session.client.watch().key(key).startRevision(String(fromRev)).only('delete').watcher();
+    let onAbort: (() => void) | undefined;
+    let failed = false;
+    try {
+      await new Promise<void>((resolve, reject) => {
+        onAbort = () => reject(signal.reason);
+        signal.addEventListener('abort', onAbort, { once: true });
+        w.on('delete', () => resolve());
+        w.on('error', (e: unknown) => {
+          this.session.logger.debug({ err: e, key: key.toString() }, `${this.what}: predecessor watch failed; re-checking`);
+          failed = true;
+          resolve();
+        });
+      });
+    } finally {
+      if (onAbort) signal.removeEventListener('abort', onAbort);
+      void w.cancel().catch(() => undefined);
+    }
+    if (failed) await sleep(100, signal);
+  }
+
+  /**
+   * Refreshes the key with a put guarded by `create_revision == rev`; resolves with the put's
+   * revision (the fence). Rejects with SessionExpiredError when the key is no longer ours.
+   */
+  async claim(rev: bigint, value: Buffer, signal: AbortSignal): Promise<bigint> {
+    const res = await this.txn([this.ownerCompare(rev)], [{ request_put: { key: this.keyBuf, value, lease: this.session.leaseId } }], [], signal);
+    if (!res.succeeded) throw new SessionExpiredError(`${this.what}: own key ${this.key} disappeared before it could be claimed`);
+    return BigInt(res.header.revision);
+  }
+
+  /** Deletes the key if it is still the one created at `rev`. Resolves with whether it did. */
+  async remove(rev: bigint, timeoutMs = RPC_MS): Promise<boolean> {
+    const ctl = new AbortController();
+    const timer = setTimeout(() => ctl.abort(new TenureError(`${this.what}: delete of ${this.key} timed out`)), timeoutMs);
+    try {
+      const res = await this.txn([this.ownerCompare(rev)], [{ request_delete_range: { key: this.keyBuf } }], [], ctl.signal);
+      return res.succeeded;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * Joins the queue, waits for the head and claims the fence. On any failure or abort the key is
+   * removed (owner-checked) and the error is rethrown: SessionExpiredError when the session or
+   * the key is gone, `signal.reason` when the caller aborted.
+   */
+  async acquire(value: Buffer, signal: AbortSignal, opts: { tryOnly?: boolean } = {}): Promise<{ slot: Slot; fence: bigint } | undefined> {
+    signal.throwIfAborted();
+    this.session.throwIfLost(this.what);
+    const token = this.session.claimKey(this.key, this.what);
+    let rev: bigint | undefined;
+    let slot: Slot | undefined;
+    const scope = AbortSignal.any([signal, this.session.signal]);
+    try {
+      rev = await this.enqueue(value, scope);
+      slot = this.watchOwn(rev, token);
+      const all = AbortSignal.any([scope, slot.gone]);
+      if (opts.tryOnly) {
+        const res = await this.txn([], [{ request_range: { key: this.prefix, range_end: prefixEnd(this.prefix), max_create_revision: String(rev - 1n), limit: 1, keys_only: true } }], [], all);
+        // (count ignores create_revision filters in etcd; the filtered kvs do not)
+        if ((res.responses[0]?.response_range.kvs.length ?? 0) > 0) {
+          await this.#undo(rev, slot, token);
+          return undefined;
+        }
+      } else {
+        await this.waitForTurn(rev, all);
+      }
+      const fence = await this.claim(rev, value, all);
+      return { slot, fence };
+    } catch (e) {
+      if (rev !== undefined) await this.#undo(rev, slot, token);
+      else this.session.freeKey(this.key, token);
+      if (signal.aborted) throw signal.reason;
+      if (this.session.signal.aborted) throw this.session.expiredError(this.what);
+      if (slot?.gone.aborted) throw slot.gone.reason;
+      throw e;
+    }
+  }
+
+  async #undo(rev: bigint, slot: Slot | undefined, token: object): Promise<void> {
+    slot?.stop();
+    try {
+      if (!this.session.signal.aborted) await this.remove(rev, 2000);
+    } catch (e) {
+      this.session.logger.warn({ err: e, key: this.key }, `${this.what}: could not remove own key; it goes with the session's lease`);
+    } finally {
+      this.session.freeKey(this.key, token);
+    }
+  }
+
+  /**
+   * The Lease for a claimed slot: aborts when the session is lost, the local deadline passes or
+   * the key disappears; release deletes the key (owner-checked).
+   */
+  lease(name: string, slot: Slot, fence: bigint, onEnd: () => void): LeaseController {
+    let ended = false;
+    const end = (): void => {
+      if (ended) return;
+      ended = true;
+      slot.stop();
+      this.session.freeKey(this.key, slot.token);
+      onEnd();
+    };
+    const ctl = new LeaseController({
+      name,
+      fence,
+      parent: this.session.signal,
+      deadline: () => this.session.deadline,
+      clock: this.session.clock,
+      release: async () => {
+        slot.stop();
+        try {
+          if (!this.session.signal.aborted) await this.remove(slot.rev);
+        } finally {
+          end();
+        }
+      },
+    });
+    const onGone = (): void => ctl.lose('expired', slot.gone.reason);
+    if (slot.gone.aborted) onGone();
+    else slot.gone.addEventListener('abort', onGone, { once: true });
+    const onLost = (): void => {
+      slot.gone.removeEventListener('abort', onGone);
+      const reason: unknown = ctl.lease.signal.reason;
+      // Lost, not released: the key is gone or the session is; nothing left to delete.
+      if (!(reason instanceof LeaseLostError && reason.reason === 'released')) end();
+    };
+    if (ctl.lease.signal.aborted) onLost();
+    else ctl.lease.signal.addEventListener('abort', onLost, { once: true });
+    return ctl;
+  }
+}
