@@ -1,4 +1,3 @@
-import { performance } from 'node:perf_hooks';
 import { Etcd3, isRecoverableError, type IOptions } from 'etcd3';
 import { ConfigError } from '../core/errors.js';
 import { optionalNumber, requireOptions } from '../core/validate.js';
@@ -86,9 +85,10 @@ export function createEtcdClient(options: EtcdClientOptions): Etcd3 {
 }
 
 /**
- * gRPC call options with a deadline `ms` from now. gRPC deadlines are wall-clock instants; this
- * is the only place tenure turns a duration into one, and no lease math depends on it.
+ * gRPC call options with a deadline `ms` from now. gRPC compares deadlines with the wall clock
+ * (`Date.now()`), so this one place reads it; no lease math depends on it.
  */
 export function callWithin(ms: number): CallOptions {
-  return { deadline: performance.timeOrigin + performance.now() + ms };
+  // eslint-disable-next-line no-restricted-properties -- gRPC deadlines are wall-clock instants
+  return { deadline: Date.now() + ms };
 }

@@ -36,7 +36,14 @@ export interface QueueStats {
   predecessorWatches: number;
 }
 
-const RPC_MS = 5000;
+/**
+ * Per-attempt deadline of queue calls. A proposal in flight when etcd's raft leader dies is
+ * dropped and the call would hang until etcd's own ~5 s request timeout; a short deadline and a
+ * retry (every queue write is guarded, so retrying is safe) rides through a raft election.
+ */
+const ATTEMPT_MS = 1500;
+/** Total time an owner-checked delete may take before `release()` rejects. */
+const REMOVE_MS = 5000;
 
 /** The first key after every key starting with `prefix`. */
 export function prefixEnd(prefix: Buffer): Buffer {
@@ -83,7 +90,7 @@ export class RevisionQueue {
     for (let attempt = 0; ; attempt++) {
       signal.throwIfAborted();
       try {
-        return await this.session.client.kv.txn({ compare, success, failure }, callWithin(RPC_MS));
+        return await this.session.client.kv.txn({ compare, success, failure }, callWithin(ATTEMPT_MS));
       } catch (e) {
         if (!transient(e, signal)) throw e;
         this.session.logger.debug({ err: e, key: this.key }, `${this.what}: etcd call failed; retrying`);
@@ -192,11 +199,13 @@ export class RevisionQueue {
   }
 
   /** Deletes the key if it is still the one created at `rev`. Resolves with whether it did. */
-  async remove(rev: bigint, timeoutMs = RPC_MS): Promise<boolean> {
+  async remove(rev: bigint, timeoutMs = REMOVE_MS): Promise<boolean> {
     const ctl = new AbortController();
     const timer = setTimeout(() => ctl.abort(new TenureError(`${this.what}: delete of ${this.key} timed out`)), timeoutMs);
     try {
-      const res = await this.txn([this.ownerCompare(rev)], [{ request_delete_range: { key: this.keyBuf } }], [], ctl.signal);
+      const res = await this.txn([this.ownerCompare(rev)], [{ request_delete_range: { key: this.keyBuf } }], [], ctl.signal).catch((e: unknown) => {
+        throw ctl.signal.aborted ? ctl.signal.reason : e;
+      });
       return res.succeeded;
     } finally {
       clearTimeout(timer);

@@ -18,13 +18,13 @@ export function terms(workers: WorkerHandle[]): TermRecord[] {
     for (const e of evs) {
       if (e.type !== 'elected') continue;
       const fence = BigInt(e.data.fence!);
-      const endEv = evs.find((x) => (x.type === 'lost' || x.type === 'resigned') && x.data.fence === e.data.fence);
+      const endEv = evs.find((x) => x.type === 'lost' && x.data.fence === e.data.fence);
       let end = endEv?.t;
-      if (endEv?.type === 'lost' && endEv.data.deadlineNs) {
+      if (endEv?.data.deadlineNs) {
         const d = BigInt(endEv.data.deadlineNs);
         if (end === undefined || d < end) end = d;
       }
-      out.push({ pid: w.pid, fence, start: e.t, end, reason: endEv?.data.reason ?? endEv?.type });
+      out.push({ pid: w.pid, fence, start: e.t, end, reason: endEv?.data.reason });
     }
   }
   return out.sort((a, b) => (a.fence < b.fence ? -1 : 1));
