@@ -28,6 +28,12 @@ export interface Slot {
   readonly token: object;
 }
 
+/** What the enqueueing txn saw: the predecessor (if any) at revision `at`. */
+interface FirstLook {
+  pred: Buffer | undefined;
+  at: bigint;
+}
+
 /** Counters for tests and diagnostics. */
 export interface QueueStats {
   /** Times a waiter was woken by its predecessor's deletion. */
@@ -99,18 +105,26 @@ export class RevisionQueue {
     }
   }
 
-  /** Puts the key if absent (keeping an existing one: a resumed lease keeps its place). */
-  async enqueue(value: Buffer, signal: AbortSignal): Promise<bigint> {
+  /**
+   * Puts the key if absent (keeping an existing one: a resumed lease keeps its place). A fresh
+   * key is the newest, so the same txn reads its predecessor: the newest other key.
+   */
+  async enqueue(value: Buffer, signal: AbortSignal): Promise<{ rev: bigint; first?: FirstLook }> {
+    const newest = { key: this.prefix, range_end: prefixEnd(this.prefix), sort_order: SortOrder.Descend, sort_target: SortTarget.Create, limit: 2, keys_only: true };
     for (;;) {
       const res = await this.txn(
         [{ key: this.keyBuf, target: CompareTarget.Create, result: CompareResult.Equal, create_revision: '0' }],
-        [{ request_put: { key: this.keyBuf, value, lease: this.session.leaseId } }],
+        [{ request_put: { key: this.keyBuf, value, lease: this.session.leaseId } }, { request_range: newest }],
         [{ request_range: { key: this.keyBuf } }],
         signal,
       );
-      if (res.succeeded) return BigInt(res.header.revision);
+      if (res.succeeded) {
+        const rev = BigInt(res.header.revision);
+        const pred = res.responses[1]?.response_range.kvs.find((kv) => BigInt(kv.create_revision) < rev);
+        return { rev, first: { pred: pred?.key, at: rev } };
+      }
       const kv = res.responses[0]?.response_range.kvs[0];
-      if (kv) return BigInt(kv.create_revision);
+      if (kv) return { rev: BigInt(kv.create_revision) };
     }
   }
 
@@ -132,7 +146,12 @@ export class RevisionQueue {
    * Resolves once the key created at `rev` heads the queue. Rejects with SessionExpiredError at
    * once when the key disappears, and with `signal.reason` when `signal` aborts.
    */
-  async waitForTurn(rev: bigint, signal: AbortSignal): Promise<void> {
+  async waitForTurn(rev: bigint, signal: AbortSignal, first?: FirstLook): Promise<void> {
+    if (first) {
+      if (!first.pred) return;
+      await this.#waitDeleted(first.pred, first.at + 1n, signal);
+      this.stats.predecessorWakeups++;
+    }
     for (;;) {
       const res = await this.txn(
         [],
@@ -225,10 +244,16 @@ export class RevisionQueue {
     let slot: Slot | undefined;
     const scope = AbortSignal.any([signal, this.session.signal]);
     try {
-      rev = await this.enqueue(value, scope);
+      const queued = await this.enqueue(value, scope);
+      rev = queued.rev;
       slot = this.watchOwn(rev, token);
       const all = AbortSignal.any([scope, slot.gone]);
-      if (opts.tryOnly) {
+      if (opts.tryOnly && queued.first) {
+        if (queued.first.pred) {
+          await this.#undo(rev, slot, token);
+          return undefined;
+        }
+      } else if (opts.tryOnly) {
         const res = await this.txn([], [{ request_range: { key: this.prefix, range_end: prefixEnd(this.prefix), max_create_revision: String(rev - 1n), limit: 1, keys_only: true } }], [], all);
         // (count ignores create_revision filters in etcd; the filtered kvs do not)
         if ((res.responses[0]?.response_range.kvs.length ?? 0) > 0) {
@@ -236,7 +261,7 @@ export class RevisionQueue {
           return undefined;
         }
       } else {
-        await this.waitForTurn(rev, all);
+        await this.waitForTurn(rev, all, queued.first);
       }
       const fence = await this.claim(rev, value, all);
       return { slot, fence };
