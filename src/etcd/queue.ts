@@ -16,16 +16,19 @@ import type { EtcdSession } from './session.js';
  * every earlier holder (their puts, proclaims and deletion included).
  */
 
-/** What a participant holds while queued or at the head. */
+/** What a participant holds at the head of the queue. */
 export interface Slot {
   /** create_revision of the participant's key (its place in the queue). */
   readonly rev: bigint;
-  /** Aborts (reason SessionExpiredError) when the key disappears while queued or held. */
-  readonly gone: AbortSignal;
-  /** Stops watching the key. */
-  stop(): void;
   /** @internal the session's claim on the key. */
   readonly token: object;
+}
+
+/** A watch on the participant's own key while it waits. */
+interface OwnWatch {
+  /** Aborts (reason SessionExpiredError) when the key is deleted. */
+  readonly gone: AbortSignal;
+  stop(): void;
 }
 
 /** What the enqueueing txn saw: the predecessor (if any) at revision `at`. */
@@ -129,14 +132,12 @@ export class RevisionQueue {
   }
 
   /** Watches the own key from `rev`: `gone` aborts when it is deleted (lease expired, revoked, deleted). */
-  watchOwn(rev: bigint, token: object): Slot {
+  watchOwn(rev: bigint): OwnWatch {
     const ctl = new AbortController();
     const w = this.session.client.watch().key(this.keyBuf).startRevision(String(rev + 1n)).only('delete').watcher();
     w.on('delete', () => ctl.abort(new SessionExpiredError(`${this.what}: own key ${this.key} was deleted (lease expired or revoked)`)));
     w.on('error', (e: unknown) => this.session.logger.warn({ err: e, key: this.key }, `${this.what}: own-key watch failed`));
     return {
-      rev,
-      token,
       gone: ctl.signal,
       stop: () => void w.cancel().catch(() => undefined),
     };
@@ -241,42 +242,42 @@ export class RevisionQueue {
     this.session.throwIfLost(this.what);
     const token = this.session.claimKey(this.key, this.what);
     let rev: bigint | undefined;
-    let slot: Slot | undefined;
+    let watch: OwnWatch | undefined;
     const scope = AbortSignal.any([signal, this.session.signal]);
     try {
       const queued = await this.enqueue(value, scope);
       rev = queued.rev;
-      slot = this.watchOwn(rev, token);
-      const all = AbortSignal.any([scope, slot.gone]);
-      if (opts.tryOnly && queued.first) {
-        if (queued.first.pred) {
-          await this.#undo(rev, slot, token);
+      if (opts.tryOnly) {
+        let taken = queued.first?.pred !== undefined;
+        if (!queued.first) {
+          const res = await this.txn([], [{ request_range: { key: this.prefix, range_end: prefixEnd(this.prefix), max_create_revision: String(rev - 1n), limit: 1, keys_only: true } }], [], scope);
+          // (count ignores create_revision filters in etcd; the filtered kvs do not)
+          taken = (res.responses[0]?.response_range.kvs.length ?? 0) > 0;
+        }
+        if (taken) {
+          await this.#undo(rev, token);
           return undefined;
         }
-      } else if (opts.tryOnly) {
-        const res = await this.txn([], [{ request_range: { key: this.prefix, range_end: prefixEnd(this.prefix), max_create_revision: String(rev - 1n), limit: 1, keys_only: true } }], [], all);
-        // (count ignores create_revision filters in etcd; the filtered kvs do not)
-        if ((res.responses[0]?.response_range.kvs.length ?? 0) > 0) {
-          await this.#undo(rev, slot, token);
-          return undefined;
-        }
-      } else {
-        await this.waitForTurn(rev, all, queued.first);
+      } else if (!queued.first || queued.first.pred) {
+        // Queued behind someone: also watch the own key, so its loss rejects at once (etcd#19597).
+        watch = this.watchOwn(rev);
+        await this.waitForTurn(rev, AbortSignal.any([scope, watch.gone]), queued.first);
+        watch.stop();
       }
-      const fence = await this.claim(rev, value, all);
-      return { slot, fence };
+      const fence = await this.claim(rev, value, scope);
+      return { slot: { rev, token }, fence };
     } catch (e) {
-      if (rev !== undefined) await this.#undo(rev, slot, token);
+      watch?.stop();
+      if (rev !== undefined) await this.#undo(rev, token);
       else this.session.freeKey(this.key, token);
       if (signal.aborted) throw signal.reason;
       if (this.session.signal.aborted) throw this.session.expiredError(this.what);
-      if (slot?.gone.aborted) throw slot.gone.reason;
+      if (watch?.gone.aborted) throw watch.gone.reason;
       throw e;
     }
   }
 
-  async #undo(rev: bigint, slot: Slot | undefined, token: object): Promise<void> {
-    slot?.stop();
+  async #undo(rev: bigint, token: object): Promise<void> {
     try {
       if (!this.session.signal.aborted) await this.remove(rev, 2000);
     } catch (e) {
@@ -287,15 +288,14 @@ export class RevisionQueue {
   }
 
   /**
-   * The Lease for a claimed slot: aborts when the session is lost, the local deadline passes or
-   * the key disappears; release deletes the key (owner-checked).
+   * The Lease for a claimed slot: aborts when the session is lost or its local deadline passes;
+   * release deletes the key (owner-checked).
    */
   lease(name: string, slot: Slot, fence: bigint, onEnd: () => void): LeaseController {
     let ended = false;
     const end = (): void => {
       if (ended) return;
       ended = true;
-      slot.stop();
       this.session.freeKey(this.key, slot.token);
       onEnd();
     };
@@ -306,7 +306,6 @@ export class RevisionQueue {
       deadline: () => this.session.deadline,
       clock: this.session.clock,
       release: async () => {
-        slot.stop();
         try {
           if (!this.session.signal.aborted) await this.remove(slot.rev);
         } finally {
@@ -314,13 +313,9 @@ export class RevisionQueue {
         }
       },
     });
-    const onGone = (): void => ctl.lose('expired', slot.gone.reason);
-    if (slot.gone.aborted) onGone();
-    else slot.gone.addEventListener('abort', onGone, { once: true });
     const onLost = (): void => {
-      slot.gone.removeEventListener('abort', onGone);
       const reason: unknown = ctl.lease.signal.reason;
-      // Lost, not released: the key is gone or the session is; nothing left to delete.
+      // Lost, not released: the session is gone (or the key is); nothing left to delete.
       if (!(reason instanceof LeaseLostError && reason.reason === 'released')) end();
     };
     if (ctl.lease.signal.aborted) onLost();
