@@ -158,20 +158,38 @@ const impls = (hosts: string[]) => ({
   ] as const,
 });
 
+type Figures = Omit<BenchRow, 'group' | 'scenario' | 'impl'>;
+
+/** The run with the median ops/s, noting the spread of all runs. */
+function median(runs: Figures[]): Figures {
+  const sorted = [...runs].sort((a, b) => (a.opsPerSec ?? 0) - (b.opsPerSec ?? 0));
+  const m = sorted[Math.floor(sorted.length / 2)]!;
+  const spread = `median of ${runs.length} interleaved runs (ops/s ${sorted.map((r) => (r.opsPerSec ?? 0).toFixed(0)).join('/')})`;
+  return { ...m, notes: m.notes ? `${m.notes}; ${spread}` : spread };
+}
+
+const REPEATS = 3;
+
 function lockCase(kind: 'mutex' | 'election'): BenchCase {
   return {
     group: `etcd ${kind}`,
     run: ({ durationMs }) =>
       withEtcd(async (etcd) => {
-        const rows: BenchRow[] = [];
-        for (const [impl, mk] of impls(etcd.endpoints)[kind]) {
-          rows.push({ group: `etcd ${kind}`, scenario: 'uncontended acquire+release', impl, ...(await uncontended(mk(unique(kind)), durationMs)) });
+        const list = impls(etcd.endpoints)[kind];
+        const solo: Figures[][] = list.map(() => []);
+        const ten: Figures[][] = list.map(() => []);
+        // Interleaved repeats: a noisy neighbour slows every implementation alike.
+        for (let rep = 0; rep < REPEATS; rep++) {
+          for (const [i, [, mk]] of list.entries()) solo[i]!.push(await uncontended(mk(unique(kind)), durationMs));
+          for (const [i, [, mk]] of list.entries()) {
+            const name = unique(kind);
+            ten[i]!.push(await contended(() => mk(name)(), durationMs));
+          }
         }
-        for (const [impl, mk] of impls(etcd.endpoints)[kind]) {
-          const name = unique(kind);
-          rows.push({ group: `etcd ${kind}`, scenario: '10 contenders (wait ms)', impl, ...(await contended(() => mk(name)(), durationMs)) });
-        }
-        return rows;
+        return [
+          ...list.map(([impl], i) => ({ group: `etcd ${kind}`, scenario: 'uncontended acquire+release', impl, ...median(solo[i]!) })),
+          ...list.map(([impl], i) => ({ group: `etcd ${kind}`, scenario: '10 contenders (wait ms)', impl, ...median(ten[i]!) })),
+        ];
       }),
   };
 }

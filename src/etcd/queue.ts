@@ -144,18 +144,25 @@ export class RevisionQueue {
   }
 
   /**
-   * Resolves once the key created at `rev` heads the queue. Rejects with SessionExpiredError at
-   * once when the key disappears, and with `signal.reason` when `signal` aborts.
+   * Waits until the key created at `rev` heads the queue and claims it, in one txn per look:
+   * "if my key is still mine and every key under the prefix was created at or after mine, put
+   * my key (the fence); else tell me my key and my predecessor". Resolves with the fence.
+   * Rejects with SessionExpiredError at once when the key disappears, and with `signal.reason`
+   * when `signal` aborts.
    */
-  async waitForTurn(rev: bigint, signal: AbortSignal, first?: FirstLook): Promise<void> {
-    if (first) {
-      if (!first.pred) return;
+  async waitAndClaim(rev: bigint, value: Buffer, signal: AbortSignal, first?: FirstLook): Promise<bigint> {
+    if (first?.pred) {
       await this.#waitDeleted(first.pred, first.at + 1n, signal);
       this.stats.predecessorWakeups++;
     }
     for (;;) {
       const res = await this.txn(
-        [],
+        [
+          this.ownerCompare(rev),
+          // Every key under the prefix (mine included) was created after rev − 1: none is ahead of me.
+          { key: this.prefix, range_end: prefixEnd(this.prefix), target: CompareTarget.Create, result: CompareResult.Greater, create_revision: String(rev - 1n) },
+        ],
+        [{ request_put: { key: this.keyBuf, value, lease: this.session.leaseId } }],
         [
           { request_range: { key: this.keyBuf } },
           {
@@ -166,18 +173,19 @@ export class RevisionQueue {
               sort_order: SortOrder.Descend,
               sort_target: SortTarget.Create,
               limit: 1,
+              keys_only: true,
             },
           },
         ],
-        [],
         signal,
       );
+      if (res.succeeded) return BigInt(res.header.revision);
       const own: IKeyValue | undefined = res.responses[0]?.response_range.kvs[0];
       if (!own || BigInt(own.create_revision) !== rev) {
         throw new SessionExpiredError(`${this.what}: own key ${this.key} disappeared while queued (session expired?)`);
       }
       const pred = res.responses[1]?.response_range.kvs[0];
-      if (!pred) return;
+      if (!pred) continue; // it went between the compare and the read: look again
       await this.#waitDeleted(pred.key, BigInt(res.header.revision) + 1n, signal);
       this.stats.predecessorWakeups++;
     }
@@ -258,13 +266,16 @@ export class RevisionQueue {
           await this.#undo(rev, token);
           return undefined;
         }
-      } else if (!queued.first || queued.first.pred) {
+      }
+      let fence: bigint;
+      if (queued.first && !queued.first.pred) {
+        fence = await this.claim(rev, value, scope); // at the head from the start
+      } else {
         // Queued behind someone: also watch the own key, so its loss rejects at once (etcd#19597).
         watch = this.watchOwn(rev);
-        await this.waitForTurn(rev, AbortSignal.any([scope, watch.gone]), queued.first);
+        fence = await this.waitAndClaim(rev, value, AbortSignal.any([scope, watch.gone]), queued.first);
         watch.stop();
       }
-      const fence = await this.claim(rev, value, scope);
       return { slot: { rev, token }, fence };
     } catch (e) {
       watch?.stop();
