@@ -96,6 +96,33 @@ describe('etcd recipes on a 3-member cluster', () => {
     expect(ts.length).toBeGreaterThanOrEqual(2);
   });
 
+  it('observe keeps reporting leader changes across the death of a member', async () => {
+    const { EtcdElection } = await import('../../src/etcd/election.js');
+    const name = uniqueName('obs');
+    const observer = new EtcdElection(await pool.session({ client: pool.client(cluster.endpoints) }), name);
+    const ac = new AbortController();
+    const seen: string[] = [];
+    const loop = (async () => {
+      for await (const l of observer.observe({ signal: ac.signal })) seen.push(l.value.toString());
+    })().catch(() => undefined);
+    const a = new EtcdElection(await pool.session({ client: pool.client(cluster.endpoints) }), name);
+    const ta = await a.campaign('a');
+    await until(() => seen.includes('a'), 10_000, 'observer sees a');
+    const dead = await cluster.waitForLeader();
+    await dead.kill();
+    await ta.proclaim('a2');
+    await until(() => seen.includes('a2'), 15_000, 'observer sees the proclaim after a member died');
+    const b = new EtcdElection(await pool.session({ client: pool.client(cluster.endpoints) }), name);
+    const pb = b.campaign('b');
+    await ta.resign();
+    const tb = await pb;
+    await until(() => seen.includes('b'), 15_000, 'observer sees b');
+    ac.abort();
+    await loop;
+    expect(seen).toEqual(['a', 'a2', 'b']);
+    await tb.resign();
+  });
+
   it('restarting the whole cluster never yields two leaders', async () => {
     const name = uniqueName('restart');
     const ws = [await spawn('elect', name), await spawn('elect', name), await spawn('elect', name)];
