@@ -2,7 +2,7 @@ import { SortOrder, SortTarget, type IKeyValue } from 'etcd3';
 import { sleep } from '../core/abort.js';
 import { TenureError } from '../core/errors.js';
 import { callWithin } from './client.js';
-import { prefixEnd } from './queue.js';
+import { prefixEnd } from './kv.js';
 import type { EtcdSession } from './session.js';
 import type { Etcd3 } from 'etcd3';
 

@@ -1,8 +1,8 @@
 import { CompareResult, CompareTarget, SortOrder, SortTarget, type ICompare, type IKeyValue, type IRequestOp, type ITxnResponse } from 'etcd3';
 import { sleep } from '../core/abort.js';
+import { prefixEnd, retryingTxn } from './kv.js';
 import { LeaseController } from '../core/lease.js';
 import { LeaseLostError, SessionExpiredError, TenureError } from '../core/errors.js';
-import { callWithin } from './client.js';
 import type { EtcdSession } from './session.js';
 
 /**
@@ -45,31 +45,8 @@ export interface QueueStats {
   predecessorWatches: number;
 }
 
-/**
- * Per-attempt deadline of queue calls. A proposal in flight when etcd's raft leader dies is
- * dropped and the call would hang until etcd's own ~5 s request timeout; a short deadline and a
- * retry (every queue write is guarded, so retrying is safe) rides through a raft election.
- */
-const ATTEMPT_MS = 1500;
 /** Total time an owner-checked delete may take before `release()` rejects. */
 const REMOVE_MS = 5000;
-
-/** The first key after every key starting with `prefix`. */
-export function prefixEnd(prefix: Buffer): Buffer {
-  const end = Buffer.from(prefix);
-  for (let i = end.length - 1; i >= 0; i--) {
-    if (end[i]! < 0xff) {
-      end[i]!++;
-      return end.subarray(0, i + 1);
-    }
-  }
-  return Buffer.from([0]);
-}
-
-/** Whether an error is worth retrying (a transport error, not a tenure decision or an abort). */
-function transient(e: unknown, signal: AbortSignal): boolean {
-  return !signal.aborted && !(e instanceof TenureError) && !(e instanceof Error && e.name === 'AbortError');
-}
 
 export class RevisionQueue {
   readonly session: EtcdSession;
@@ -95,17 +72,8 @@ export class RevisionQueue {
   }
 
   /** Runs a txn, retrying transport errors until `signal` aborts. */
-  async txn(compare: ICompare[], success: IRequestOp[], failure: IRequestOp[], signal: AbortSignal): Promise<ITxnResponse> {
-    for (let attempt = 0; ; attempt++) {
-      signal.throwIfAborted();
-      try {
-        return await this.session.client.kv.txn({ compare, success, failure }, callWithin(ATTEMPT_MS));
-      } catch (e) {
-        if (!transient(e, signal)) throw e;
-        this.session.logger.debug({ err: e, key: this.key }, `${this.what}: etcd call failed; retrying`);
-        await sleep(Math.min(500, 50 * 2 ** Math.min(attempt, 4)), signal);
-      }
-    }
+  txn(compare: ICompare[], success: IRequestOp[], failure: IRequestOp[], signal: AbortSignal): Promise<ITxnResponse> {
+    return retryingTxn(this.session, { compare, success, failure }, signal, this.what);
   }
 
   /**

@@ -1,9 +1,10 @@
-import type { Etcd3, IDuplexStream, ILeaseKeepAliveRequest, ILeaseKeepAliveResponse } from 'etcd3';
+import type { Etcd3 } from 'etcd3';
 import { pino, type Logger } from 'pino';
 import { monotonicClock, type Clock } from '../core/clock.js';
 import { ClosedError, ConfigError, LeaseLostError, SessionExpiredError, TenureError, type LeaseLostReason } from '../core/errors.js';
 import { optionalNumber, requireOptions } from '../core/validate.js';
 import { callWithin, createEtcdClient } from './client.js';
+import { KeepAliveLoop } from './keepalive.js';
 
 export interface EtcdSessionOptions {
   /** An etcd3 client to use (not closed by the session). Give this or `hosts`. */
@@ -30,8 +31,6 @@ export interface EtcdSessionOptions {
   logger?: Logger;
 }
 
-type KeepAliveStream = IDuplexStream<ILeaseKeepAliveRequest, ILeaseKeepAliveResponse>;
-
 /**
  * The one owner of liveness for etcd recipes: an etcd lease kept alive every TTL/3, and a
  * **local deadline** on the monotonic clock — the send time of the last acknowledged keepalive
@@ -57,10 +56,7 @@ export class EtcdSession implements AsyncDisposable {
   #leaseId = '0';
   #deadline = 0;
   #acked = 0;
-  #pending: number[] = [];
-  #stream: KeepAliveStream | undefined;
-  #opening: Promise<KeepAliveStream> | undefined;
-  #tickTimer: NodeJS.Timeout | undefined;
+  #keepAlive: KeepAliveLoop | undefined;
   #deadlineTimer: NodeJS.Timeout | undefined;
   readonly #keys = new Map<string, object>();
   #orphaned = false;
@@ -205,82 +201,12 @@ export class EtcdSession implements AsyncDisposable {
     }
     this.logger.info({ leaseId: this.#leaseId, ttlSeconds: this.ttlSeconds, resumed: resume !== undefined }, 'etcd session started');
     this.#armDeadline();
-    this.#tick();
-  }
-
-  #tick(): void {
-    this.#tickTimer = undefined;
     if (this.#abort.signal.aborted) return;
-    const now = this.clock.now();
-    // A keepalive unanswered for a whole period: the stream may be dead; open a fresh one.
-    if (this.#pending.length > 0 && now - this.#pending[0]! > this.keepAliveIntervalMs) this.#dropStream();
-    this.#openStream()
-      .then((stream) => {
-        if (this.#abort.signal.aborted || stream !== this.#stream) return;
-        this.#pending.push(this.clock.now());
-        stream.write({ ID: this.#leaseId });
-      })
-      .catch((e: unknown) => {
-        this.logger.debug({ err: e }, 'etcd session: keepalive stream failed; retrying');
-        this.#dropStream();
-      });
-    this.#schedule(this.keepAliveIntervalMs);
+    this.#keepAlive = new KeepAliveLoop(this.client, this.#leaseId, this.keepAliveIntervalMs, this.clock, this.logger, (sent, ttl) => this.#onAck(sent, ttl));
   }
 
-  #schedule(ms: number): void {
+  #onAck(sent: number, ttl: number): void {
     if (this.#abort.signal.aborted) return;
-    if (this.#tickTimer) clearTimeout(this.#tickTimer);
-    this.#tickTimer = setTimeout(() => this.#tick(), ms);
-  }
-
-  #openStream(): Promise<KeepAliveStream> {
-    if (this.#stream) return Promise.resolve(this.#stream);
-    this.#opening ??= this.client.leaseClient.leaseKeepAlive().then((stream) => {
-      this.#opening = undefined;
-      if (this.#abort.signal.aborted) {
-        stream.end();
-        throw new ClosedError('etcd session');
-      }
-      this.#stream = stream;
-      this.#pending = [];
-      stream.on('data', (res: ILeaseKeepAliveResponse) => {
-        if (stream === this.#stream) this.#onAck(res);
-      });
-      const onFail = (e?: unknown): void => {
-        if (stream !== this.#stream) return;
-        this.logger.debug({ err: e }, 'etcd session: keepalive stream ended');
-        this.#dropStream();
-        this.#schedule(100); // retry soon, not a whole period later
-      };
-      stream.on('error', onFail);
-      stream.on('end', onFail);
-      return stream;
-    }, (e: unknown) => {
-      this.#opening = undefined;
-      this.#schedule(100);
-      throw e;
-    });
-    return this.#opening;
-  }
-
-  #dropStream(): void {
-    const s = this.#stream;
-    this.#stream = undefined;
-    this.#pending = [];
-    if (s) {
-      s.on('error', () => undefined);
-      try {
-        s.end();
-      } catch {
-        // already broken
-      }
-    }
-  }
-
-  #onAck(res: ILeaseKeepAliveResponse): void {
-    const sent = this.#pending.shift();
-    if (this.#abort.signal.aborted || sent === undefined) return;
-    const ttl = Number(res.TTL);
     if (!(ttl > 0)) {
       this.#lose('expired', `etcd session: lease ${this.#leaseId} expired or was revoked`);
       return;
@@ -315,11 +241,9 @@ export class EtcdSession implements AsyncDisposable {
   }
 
   #stopTimers(): void {
-    if (this.#tickTimer) clearTimeout(this.#tickTimer);
     if (this.#deadlineTimer) clearTimeout(this.#deadlineTimer);
-    this.#tickTimer = undefined;
     this.#deadlineTimer = undefined;
-    this.#dropStream();
+    this.#keepAlive?.stop();
   }
 
   #shutdown(): void {
