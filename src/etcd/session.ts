@@ -7,7 +7,11 @@ import { callWithin, createEtcdClient } from './client.js';
 import { KeepAliveLoop } from './keepalive.js';
 
 export interface EtcdSessionOptions {
-  /** An etcd3 client to use (not closed by the session). Give this or `hosts`. */
+  /**
+   * An etcd3 client to use (not closed by the session). Give this or `hosts`. Prefer one made
+   * with {@link createEtcdClient}: etcd3's default per-host circuit breaker blocks keepalives
+   * for 5 s after 3 failed calls, which turns a 1 s network blip into a lost lease.
+   */
   client?: Etcd3;
   /** Endpoints for a client the session creates with {@link createEtcdClient} and closes. */
   hosts?: string | string[];
