@@ -31,10 +31,9 @@ interface OwnWatch {
   stop(): void;
 }
 
-/** What the enqueueing txn saw: the predecessor (if any) at revision `at`. */
+/** What the enqueueing txn saw: the predecessor, if any. */
 interface FirstLook {
-  pred: Buffer | undefined;
-  at: bigint;
+  pred: IKeyValue | undefined;
 }
 
 /** Counters for tests and diagnostics. */
@@ -92,7 +91,7 @@ export class RevisionQueue {
       if (res.succeeded) {
         const rev = BigInt(res.header.revision);
         const pred = res.responses[1]?.response_range.kvs.find((kv) => BigInt(kv.create_revision) < rev);
-        return { rev, first: { pred: pred?.key, at: rev } };
+        return { rev, first: { pred } };
       }
       const kv = res.responses[0]?.response_range.kvs[0];
       if (kv) return { rev: BigInt(kv.create_revision) };
@@ -120,7 +119,7 @@ export class RevisionQueue {
    */
   async waitAndClaim(rev: bigint, value: Buffer, signal: AbortSignal, first?: FirstLook): Promise<bigint> {
     if (first?.pred) {
-      await this.#waitDeleted(first.pred, first.at + 1n, signal);
+      await this.#waitDeleted(first.pred, signal);
       this.stats.predecessorWakeups++;
     }
     for (;;) {
@@ -154,16 +153,23 @@ export class RevisionQueue {
       }
       const pred = res.responses[1]?.response_range.kvs[0];
       if (!pred) continue; // it went between the compare and the read: look again
-      await this.#waitDeleted(pred.key, BigInt(res.header.revision) + 1n, signal);
+      await this.#waitDeleted(pred, signal);
       this.stats.predecessorWakeups++;
     }
   }
 
-  /** Watches one key (the predecessor) from `fromRev` until it is deleted. */
-  async #waitDeleted(key: Buffer, fromRev: bigint, signal: AbortSignal): Promise<void> {
+  /**
+   * Watches one key (the predecessor) until it is deleted. The watch starts at "now", not at a
+   * past revision: etcd serves a watch that starts in the past from a catch-up loop that runs
+   * every 100 ms, which would add up to 100 ms to a handoff. Once the watch is set up, one read
+   * checks the key is still there **with the same create_revision** (a released participant
+   * re-queues under the same key name), so a deletion just before cannot be missed.
+   */
+  async #waitDeleted(pred: IKeyValue, signal: AbortSignal): Promise<void> {
+    const key = pred.key;
     signal.throwIfAborted();
     this.stats.predecessorWatches++;
-    const w = this.session.client.watch().key(key).startRevision(String(fromRev)).only('delete').watcher();
+    const w = this.session.client.watch().key(key).only('delete').watcher();
     let onAbort: (() => void) | undefined;
     let failed = false;
     try {
@@ -175,6 +181,11 @@ export class RevisionQueue {
           this.session.logger.debug({ err: e, key: key.toString() }, `${this.what}: predecessor watch failed; re-checking`);
           failed = true;
           resolve();
+        });
+        w.once('connected', () => {
+          this.txn([], [{ request_range: { key, keys_only: true } }], [], signal).then((r) => {
+            if (r.responses[0]?.response_range.kvs[0]?.create_revision !== pred.create_revision) resolve();
+          }, reject);
         });
       });
     } finally {

@@ -112,6 +112,27 @@ describe('EtcdMutex', () => {
     expect(waiters.map((w) => w.stats.predecessorWatches)).toEqual(Array(20).fill(1));
   });
 
+  it('contenders that release and re-queue at once (same key name, new incarnation) keep the queue moving', async () => {
+    const name = uniqueName('m');
+    const ms = await Promise.all(Array.from({ length: 5 }, async () => new EtcdMutex(await pool.session(), name)));
+    let holders = 0;
+    let maxHolders = 0;
+    let fence = 0n;
+    await Promise.all(
+      ms.map(async (m) => {
+        for (let i = 0; i < 30; i++) {
+          const l = await m.acquire({ timeoutMs: 20_000 });
+          maxHolders = Math.max(maxHolders, ++holders);
+          expect(l.fence).toBeGreaterThan(fence);
+          fence = l.fence;
+          holders--;
+          await l.release();
+        }
+      }),
+    );
+    expect(maxHolders).toBe(1);
+  });
+
   it("a holder's signal aborts when its session is lost", async () => {
     const name = uniqueName('m');
     const s = await pool.session();
