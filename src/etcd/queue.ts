@@ -98,15 +98,28 @@ export class RevisionQueue {
     }
   }
 
-  /** Watches the own key from `rev`: `gone` aborts when it is deleted (lease expired, revoked, deleted). */
-  watchOwn(rev: bigint): OwnWatch {
+  /**
+   * Watches the own key (created at `rev`): `gone` aborts when it is deleted (lease expired,
+   * revoked, deleted). Like the predecessor watch, it starts at "now" and then checks the key.
+   */
+  watchOwn(rev: bigint, signal: AbortSignal): OwnWatch {
     const ctl = new AbortController();
-    const w = this.session.client.watch().key(this.keyBuf).startRevision(String(rev + 1n)).only('delete').watcher();
-    w.on('delete', () => ctl.abort(new SessionExpiredError(`${this.what}: own key ${this.key} was deleted (lease expired or revoked)`)));
+    const stopped = new AbortController();
+    const gone = (): void => ctl.abort(new SessionExpiredError(`${this.what}: own key ${this.key} was deleted (lease expired or revoked)`));
+    const w = this.session.client.watch().key(this.keyBuf).only('delete').watcher();
+    w.on('delete', gone);
     w.on('error', (e: unknown) => this.session.logger.warn({ err: e, key: this.key }, `${this.what}: own-key watch failed`));
+    w.once('connected', () => {
+      this.txn([], [{ request_range: { key: this.keyBuf, keys_only: true } }], [], AbortSignal.any([signal, stopped.signal])).then((r) => {
+        if (!stopped.signal.aborted && r.responses[0]?.response_range.kvs[0]?.create_revision !== String(rev)) gone();
+      }, () => undefined);
+    });
     return {
       gone: ctl.signal,
-      stop: () => void w.cancel().catch(() => undefined),
+      stop: () => {
+        stopped.abort(); // ends the pending check, if any
+        void w.cancel().catch(() => undefined);
+      },
     };
   }
 
@@ -251,7 +264,7 @@ export class RevisionQueue {
         fence = await this.claim(rev, value, scope); // at the head from the start
       } else {
         // Queued behind someone: also watch the own key, so its loss rejects at once (etcd#19597).
-        watch = this.watchOwn(rev);
+        watch = this.watchOwn(rev, scope);
         fence = await this.waitAndClaim(rev, value, AbortSignal.any([scope, watch.gone]), queued.first);
         watch.stop();
       }
