@@ -11,7 +11,7 @@ import type { EtcdSession } from './session.js';
  * Each participant puts one key, `<name>/<lease id hex>`, attached to its session's lease; the
  * queue order is the keys' `create_revision`. A waiter watches **only** its predecessor — the
  * key with the highest create_revision below its own — for deletion, so a release wakes exactly
- * one waiter. On reaching the head, the participant refreshes its key with a put guarded by
+ * one waiter (it also watches its own key, so losing it while queued rejects at once). On reaching the head, the participant refreshes its key with a put guarded by
  * `create_revision == own`: that put's revision is the fence, greater than every revision of
  * every earlier holder (their puts, proclaims and deletion included).
  */
