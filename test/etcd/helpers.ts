@@ -1,0 +1,61 @@
+import { randomBytes } from 'node:crypto';
+import { Etcd3 } from 'etcd3';
+import { createEtcdClient } from '../../src/etcd/client.js';
+import { EtcdSession, type EtcdSessionOptions } from '../../src/etcd/session.js';
+
+/** Test timing constants in one place (a loaded 2-core machine: generous bounds). */
+export const TTL = 2;
+/** How long after a TTL the server may take to expire a lease (etcd checks expiry every ~500 ms). */
+export const EXPIRY_SLACK_MS = 1500;
+
+/** A fresh name per test, so tests share a server but never keys. */
+export function uniqueName(base: string): string {
+  return `t/${base}-${randomBytes(4).toString('hex')}`;
+}
+
+/** Sessions and clients a test made, closed in afterEach. */
+export class Pool {
+  readonly sessions: EtcdSession[] = [];
+  readonly clients: Etcd3[] = [];
+
+  constructor(private readonly endpoints: () => string[]) {}
+
+  client(hosts: string[] = this.endpoints()): Etcd3 {
+    const c = createEtcdClient({ hosts });
+    this.clients.push(c);
+    return c;
+  }
+
+  async session(opts: Partial<EtcdSessionOptions> = {}): Promise<EtcdSession> {
+    const s = await EtcdSession.create({ ttlSeconds: TTL, ...(opts.client || opts.hosts ? {} : { client: this.shared() }), ...opts });
+    this.sessions.push(s);
+    return s;
+  }
+
+  #shared: Etcd3 | undefined;
+  shared(): Etcd3 {
+    this.#shared ??= this.client();
+    return this.#shared;
+  }
+
+  async cleanup(): Promise<void> {
+    await Promise.all(this.sessions.splice(0).map((s) => s.close().catch(() => undefined)));
+    for (const c of this.clients.splice(0)) c.close();
+    this.#shared = undefined;
+  }
+}
+
+/** Resolves with the monotonic ms when `signal` aborts (at once if it has). */
+export function abortedAt(signal: AbortSignal): Promise<number> {
+  if (signal.aborted) return Promise.resolve(performance.now());
+  return new Promise((r) => signal.addEventListener('abort', () => r(performance.now()), { once: true }));
+}
+
+/** Polls `cond` every 20 ms until true or `timeoutMs`. */
+export async function until(cond: () => boolean | Promise<boolean>, timeoutMs = 10_000, what = 'condition'): Promise<void> {
+  const end = performance.now() + timeoutMs;
+  while (!(await cond())) {
+    if (performance.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

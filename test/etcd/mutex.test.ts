@@ -1,0 +1,184 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { EtcdServer } from '../../src/testing/index.js';
+import { EtcdMutex } from '../../src/etcd/mutex.js';
+import { AcquireTimeoutError, ClosedError, ConfigError, LeaseLostError, NotLeaderError, SessionExpiredError } from '../../src/core/errors.js';
+import { Pool, TTL, uniqueName, until } from './helpers.js';
+
+let etcd: EtcdServer;
+const pool = new Pool(() => etcd.endpoints);
+
+beforeAll(async () => {
+  etcd = await new EtcdServer().start();
+});
+afterEach(() => pool.cleanup());
+afterAll(async () => {
+  await etcd?.stop();
+});
+
+async function keysUnder(name: string): Promise<string[]> {
+  return pool.shared().getAll().prefix(`${name}/`).keys();
+}
+
+describe('EtcdMutex', () => {
+  it('hands out strictly increasing fences to successive holders', async () => {
+    const name = uniqueName('m');
+    const m = new EtcdMutex(await pool.session(), name);
+    const fences: bigint[] = [];
+    for (let i = 0; i < 5; i++) {
+      const lease = await m.acquire();
+      fences.push(lease.fence);
+      expect(lease.signal.aborted).toBe(false);
+      await lease.release();
+      expect((lease.signal.reason as LeaseLostError).reason).toBe('released');
+    }
+    for (let i = 1; i < fences.length; i++) expect(fences[i]!).toBeGreaterThan(fences[i - 1]!);
+    expect(await keysUnder(name)).toEqual([]);
+  });
+
+  it('tryAcquire takes a free lock and returns undefined when another holds it, leaving no key behind', async () => {
+    const name = uniqueName('m');
+    const a = new EtcdMutex(await pool.session(), name);
+    const b = new EtcdMutex(await pool.session(), name);
+    const held = await a.tryAcquire();
+    expect(held).toBeDefined();
+    expect(await b.tryAcquire()).toBeUndefined();
+    expect(await keysUnder(name)).toEqual([a.key]);
+    await held!.release();
+    const next = await b.tryAcquire();
+    expect(next!.fence).toBeGreaterThan(held!.fence);
+  });
+
+  it('a timed-out acquire rejects with AcquireTimeoutError and removes its key', async () => {
+    const name = uniqueName('m');
+    const a = new EtcdMutex(await pool.session(), name);
+    const b = new EtcdMutex(await pool.session(), name);
+    await a.acquire();
+    await expect(b.acquire({ timeoutMs: 300 })).rejects.toBeInstanceOf(AcquireTimeoutError);
+    expect(await keysUnder(name)).toEqual([a.key]);
+  });
+
+  it('an aborted acquire rejects with the signal reason and removes its key', async () => {
+    const name = uniqueName('m');
+    const a = new EtcdMutex(await pool.session(), name);
+    const b = new EtcdMutex(await pool.session(), name);
+    await a.acquire();
+    const ac = new AbortController();
+    const p = b.acquire({ signal: ac.signal });
+    await until(async () => (await keysUnder(name)).length === 2, 5000, 'b queued');
+    const why = new Error('stop');
+    ac.abort(why);
+    await expect(p).rejects.toBe(why);
+    expect(await keysUnder(name)).toEqual([a.key]);
+  });
+
+  it('isOwner yields a compare that fences the user\'s own txns', async () => {
+    const name = uniqueName('m');
+    const m = new EtcdMutex(await pool.session(), name);
+    expect(() => m.isOwner()).toThrow(NotLeaderError);
+    const lease = await m.acquire();
+    const data = Buffer.from(uniqueName('data'));
+    const cmp = m.isOwner();
+    const ok = await pool.shared().kv.txn({ compare: [cmp], success: [{ request_put: { key: data, value: Buffer.from('1') } }], failure: [] });
+    expect(ok.succeeded).toBe(true);
+    await lease.release();
+    const stale = await pool.shared().kv.txn({ compare: [cmp], success: [{ request_put: { key: data, value: Buffer.from('2') } }], failure: [] });
+    expect(stale.succeeded).toBe(false);
+  });
+
+  it('grants in FIFO order and each release wakes exactly one waiter (20 waiters)', async () => {
+    const name = uniqueName('m');
+    const holder = new EtcdMutex(await pool.session(), name);
+    const first = await holder.acquire();
+    const waiters: EtcdMutex[] = [];
+    const order: number[] = [];
+    const done: Promise<void>[] = [];
+    for (let i = 0; i < 20; i++) {
+      const w = new EtcdMutex(await pool.session(), name);
+      waiters.push(w);
+      done.push(
+        w.acquire().then(async (l) => {
+          order.push(i);
+          await l.release();
+        }),
+      );
+      await until(async () => (await keysUnder(name)).length === i + 2, 5000, `waiter ${i} queued`);
+    }
+    await until(() => waiters.every((w) => w.stats.predecessorWatches === 1), 5000, 'every waiter watching');
+    await first.release();
+    await Promise.all(done);
+    expect(order).toEqual([...Array(20).keys()]);
+    // One predecessor watch and one wake-up per waiter: no herd.
+    expect(waiters.map((w) => w.stats.predecessorWakeups)).toEqual(Array(20).fill(1));
+    expect(waiters.map((w) => w.stats.predecessorWatches)).toEqual(Array(20).fill(1));
+  });
+
+  it('contenders that release and re-queue at once (same key name, new incarnation) keep the queue moving', async () => {
+    const name = uniqueName('m');
+    const ms = await Promise.all(Array.from({ length: 5 }, async () => new EtcdMutex(await pool.session(), name)));
+    let holders = 0;
+    let maxHolders = 0;
+    let fence = 0n;
+    await Promise.all(
+      ms.map(async (m) => {
+        for (let i = 0; i < 30; i++) {
+          const l = await m.acquire({ timeoutMs: 20_000 });
+          maxHolders = Math.max(maxHolders, ++holders);
+          expect(l.fence).toBeGreaterThan(fence);
+          fence = l.fence;
+          holders--;
+          await l.release();
+        }
+      }),
+    );
+    expect(maxHolders).toBe(1);
+  });
+
+  it("a holder's signal aborts when its session is lost", async () => {
+    const name = uniqueName('m');
+    const s = await pool.session();
+    const lease = await new EtcdMutex(s, name).acquire();
+    await pool.shared().leaseClient.leaseRevoke({ ID: s.leaseId });
+    await until(() => lease.signal.aborted, TTL * 1000 * 2, 'holder loss');
+    expect(lease.signal.reason).toBeInstanceOf(LeaseLostError);
+  });
+
+  it("a holder whose key was deleted behind its back is refused by its owner-checked txns", async () => {
+    const name = uniqueName('m');
+    const m = new EtcdMutex(await pool.session(), name);
+    await m.acquire();
+    const cmp = m.isOwner();
+    await pool.shared().delete().key(m.key);
+    const r = await pool.shared().kv.txn({ compare: [cmp], success: [{ request_put: { key: Buffer.from(uniqueName('d')), value: Buffer.from('x') } }], failure: [] });
+    expect(r.succeeded).toBe(false);
+  });
+
+  it('a waiter whose own key disappears rejects with SessionExpiredError at once', async () => {
+    const name = uniqueName('m');
+    const a = new EtcdMutex(await pool.session(), name);
+    const b = new EtcdMutex(await pool.session(), name);
+    await a.acquire();
+    const p = b.acquire();
+    p.catch(() => undefined);
+    await until(() => b.stats.predecessorWatches === 1, 5000, 'b waiting');
+    const t0 = performance.now();
+    await pool.shared().delete().key(b.key);
+    await expect(p).rejects.toBeInstanceOf(SessionExpiredError);
+    expect(performance.now() - t0).toBeLessThan(1000);
+  });
+
+  it('rejects bad input and use after close with named errors', async () => {
+    const s = await pool.session();
+    expect(() => new EtcdMutex(s, '')).toThrow(ConfigError);
+    expect(() => new EtcdMutex(s, 'a b')).toThrow(ConfigError);
+    expect(() => new EtcdMutex(s, 'x/')).toThrow(ConfigError);
+    expect(() => new EtcdMutex({} as never, 'x')).toThrow(ConfigError);
+    const m = new EtcdMutex(s, uniqueName('m'));
+    await expect(m.acquire({ timeoutMs: -1 })).rejects.toBeInstanceOf(ConfigError);
+    await expect(m.acquire({ signal: 'x' as never })).rejects.toBeInstanceOf(ConfigError);
+    await m.close();
+    await expect(m.acquire()).rejects.toBeInstanceOf(ClosedError);
+    const m2 = new EtcdMutex(s, uniqueName('m'));
+    await s.close();
+    await expect(m2.acquire()).rejects.toBeInstanceOf(ClosedError);
+  });
+});

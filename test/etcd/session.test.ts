@@ -1,0 +1,119 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { EtcdServer, FaultProxy } from '../../src/testing/index.js';
+import { EtcdSession } from '../../src/etcd/session.js';
+import { ClosedError, ConfigError, LeaseLostError, SessionExpiredError } from '../../src/core/errors.js';
+import { Pool, TTL, abortedAt, uniqueName, until } from './helpers.js';
+
+let etcd: EtcdServer;
+const pool = new Pool(() => etcd.endpoints);
+
+beforeAll(async () => {
+  etcd = await new EtcdServer().start();
+});
+afterEach(() => pool.cleanup());
+afterAll(async () => {
+  await etcd?.stop();
+});
+
+async function leaseTtl(id: string): Promise<number> {
+  const r = await pool.shared().leaseClient.leaseTimeToLive({ ID: id });
+  return Number(r.TTL);
+}
+
+describe('EtcdSession', () => {
+  it('keeps its lease alive well past the TTL and moves the local deadline forward', async () => {
+    const s = await pool.session();
+    const first = s.deadline;
+    await new Promise((r) => setTimeout(r, TTL * 1000 * 1.6));
+    expect(s.signal.aborted).toBe(false);
+    expect(s.keepAlivesAcked).toBeGreaterThanOrEqual(2);
+    expect(s.deadline).toBeGreaterThan(first);
+    expect(await leaseTtl(s.leaseId)).toBeGreaterThan(0);
+  });
+
+  it('places the local deadline at least the safety margin before the server could expire the lease', async () => {
+    const s = await pool.session({ safetyMarginMs: 400 });
+    expect(s.remainingMs()).toBeLessThanOrEqual(TTL * 1000 - 400);
+    expect(s.remainingMs()).toBeGreaterThan(0);
+  });
+
+  it('revokes on close: keys attached to the lease vanish and the signal says closed', async () => {
+    const s = await pool.session();
+    const key = uniqueName('k');
+    await pool.shared().put(key).value('v').lease(s.leaseId);
+    await s.close();
+    expect(s.signal.reason).toBeInstanceOf(LeaseLostError);
+    expect((s.signal.reason as LeaseLostError).reason).toBe('closed');
+    expect(await pool.shared().get(key).string()).toBeNull();
+    expect(await leaseTtl(s.leaseId)).toBeLessThanOrEqual(0);
+    await s.close(); // idempotent
+  });
+
+  it('orphan stops refreshing without revoking, and another session can resume the lease', async () => {
+    const s = await pool.session();
+    const key = uniqueName('k');
+    await pool.shared().put(key).value('v').lease(s.leaseId);
+    s.orphan();
+    expect(s.signal.aborted).toBe(true);
+    const resumed = await pool.session({ leaseId: s.leaseId });
+    expect(resumed.leaseId).toBe(s.leaseId);
+    await new Promise((r) => setTimeout(r, TTL * 1000 * 1.5));
+    expect(resumed.signal.aborted).toBe(false);
+    expect(await pool.shared().get(key).string()).toBe('v');
+  });
+
+  it('refuses to resume a lease that does not exist', async () => {
+    await expect(EtcdSession.create({ client: pool.shared(), ttlSeconds: TTL, leaseId: '12345' })).rejects.toBeInstanceOf(SessionExpiredError);
+  });
+
+  it('aborts with reason expired when a keepalive answers that the lease was revoked', async () => {
+    const s = await pool.session();
+    await pool.shared().leaseClient.leaseRevoke({ ID: s.leaseId });
+    await until(() => s.signal.aborted, TTL * 1000 * 2, 'session loss');
+    expect((s.signal.reason as LeaseLostError).reason).toBe('expired');
+  });
+
+  it('aborts at its local deadline when partitioned, before the server expires the lease', async () => {
+    const proxy = await new FaultProxy({ target: { port: etcd.clientPort } }).start();
+    try {
+      const client = pool.client([`http://${proxy.address}`]);
+      const s = await pool.session({ client, safetyMarginMs: 300 });
+      const key = uniqueName('k');
+      const put = await pool.shared().put(key).value('v').lease(s.leaseId).exec();
+      const gone = new Promise<number>((resolve) => {
+        void pool.shared().watch().key(key).startRevision(String(BigInt(put.header.revision) + 1n)).create().then((w) => w.on('delete', () => resolve(performance.now())));
+      });
+      const aborted = abortedAt(s.signal);
+      proxy.blackhole();
+      const [tAbort, tGone] = await Promise.all([aborted, gone]);
+      expect((s.signal.reason as LeaseLostError).reason).toBe('deadline');
+      expect(tAbort).toBeLessThan(tGone);
+    } finally {
+      await proxy.stop();
+    }
+  });
+
+  it('rejects bad options with ConfigError naming the field', async () => {
+    const c = pool.shared();
+    const bad = async (o: object, field: string) => {
+      const e = await EtcdSession.create(o as never).catch((x: unknown) => x);
+      expect(e).toBeInstanceOf(ConfigError);
+      expect((e as ConfigError).field).toBe(field);
+    };
+    await bad({ client: c, ttlSeconds: 0 }, 'ttlSeconds');
+    await bad({ client: c, ttlSeconds: -1 }, 'ttlSeconds');
+    await bad({ client: c, ttlSeconds: 1.5 }, 'ttlSeconds');
+    await bad({ client: c, ttlSeconds: 2, safetyMarginMs: 2000 }, 'safetyMarginMs');
+    await bad({ client: c, ttlSeconds: 2, safetyMarginMs: 0 }, 'safetyMarginMs');
+    await bad({ client: c, ttlSeconds: 2, keepAliveIntervalMs: 1900 }, 'keepAliveIntervalMs');
+    await bad({}, 'client');
+    await bad({ client: c, hosts: ['http://x'] }, 'client');
+    await bad({ client: c, leaseId: 'abc' }, 'leaseId');
+  });
+
+  it('refuses use after close with a named error', async () => {
+    const s = await pool.session();
+    await s.close();
+    expect(() => s.throwIfLost('x')).toThrow(ClosedError);
+  });
+});
