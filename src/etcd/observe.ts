@@ -84,7 +84,8 @@ async function nextChange(client: Etcd3, key: Buffer, fromRev: bigint, prefix: b
 
 /**
  * Leader changes under `prefix` as an async iterator: yields the current leader once it has
- * claimed, then every new leader and every proclaimed value. Survives member failure and
+ * claimed, then every new leader and every newly proclaimed value (a proclaim of the value the
+ * leader already has is not a change). Survives member failure and
  * reconnects (reads are retried; watches resume from the last revision). Rejects with
  * `signal.reason` when `signal` aborts.
  */
@@ -105,7 +106,9 @@ export async function* observeLeader(client: Etcd3, prefix: Buffer, signal: Abor
     }
     const { leader, revision } = read;
     const claimed = leader && leader.fence !== undefined ? leader : undefined;
-    if (claimed && (!last || last.key !== claimed.key || last.createRevision !== claimed.createRevision || last.modRevision !== claimed.modRevision)) {
+    // A change is a new term (key or create_revision) or a new value. A put that repeats the value
+    // (a proclaim retried after its reply was lost when a member died) is not reported again.
+    if (claimed && (!last || last.key !== claimed.key || last.createRevision !== claimed.createRevision || !last.value.equals(claimed.value))) {
       last = claimed;
       yield claimed;
     }

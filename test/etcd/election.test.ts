@@ -111,6 +111,7 @@ describe('EtcdElection', () => {
     await until(() => seen.length >= 1, 5000, 'first leader');
     await ta.proclaim('a2');
     await until(() => seen.length >= 2, 5000, 'proclaim');
+    await ta.proclaim('a2'); // the same value again (as a retried proclaim would put it): no change
     await ta.resign();
     const tb = await pb;
     await until(() => seen.length >= 3, 5000, 'second leader');
