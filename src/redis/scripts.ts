@@ -53,9 +53,10 @@ local nowUs = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local boot = redis.call('GET', KEYS[3])
 if not boot then
   -- The dataset may have been lost no earlier than the server started: start the guard there.
-  -- uptime_in_seconds is floored, so nowUs - up is the latest possible start (the safe side).
+  -- uptime_in_seconds is the difference of two whole-second clock readings, so the real uptime
+  -- may be up to 1 s shorter: nowUs - (up - 1) s is the latest possible start (the safe side).
   local up = tonumber(string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)')) or 0
-  boot = nowUs - up * 1000000
+  boot = nowUs - math.max(0, up - 1) * 1000000
   redis.call('INCRBY', KEYS[3], string.format('%.0f', boot))
 else
   boot = tonumber(boot)
