@@ -7,6 +7,7 @@ export * from './core/errors.js';
 export { monotonicClock, monotonicNs, type Clock } from './core/clock.js';
 export { LeaseController, type Lease, type LeaseInit } from './core/lease.js';
 export type { Candidate } from './core/candidate.js';
+export { LeaseCandidate } from './core/lease-candidate.js';
 export { sleep, raceSignal, whenAborted, waitScope, type WaitScope } from './core/abort.js';
 export * from './core/validate.js';
 export { requireFence, type FencedResource } from './fencing/fenced-resource.js';
