@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { optionalNumber, optionalString, requireOptions } from '../core/validate.js';
 import { freePorts, httpRequest } from './net.js';
 import { makeTempDir, type SpawnSpec } from './process.js';
-import { LocalCluster, LocalServer } from './server.js';
+import { LocalServer } from './server.js';
+import { LocalCluster } from './cluster.js';
 
 export interface EtcdServerOptions {
   /** Raft heartbeat in ms. @default 50 */

@@ -3,7 +3,8 @@
  * a child process on free loopback ports with its own temp data dir, ready when it answers, and
  * removed on stop and on process exit.
  */
-export { LocalServer, LocalCluster, type FaultTarget, type RestartOptions } from './server.js';
+export { LocalServer, type FaultTarget, type RestartOptions } from './server.js';
+export { LocalCluster } from './cluster.js';
 export { ZooKeeperServer, ZooKeeperEnsemble, fourLetterWord, type ZooKeeperServerOptions, type ZooKeeperEnsembleOptions } from './zookeeper.js';
 export { EtcdServer, EtcdCluster, type EtcdServerOptions, type EtcdClusterOptions } from './etcd.js';
 export { RedisServer, type RedisServerOptions } from './redis.js';

@@ -4,7 +4,8 @@ import { ConfigError } from '../core/errors.js';
 import { optionalNumber, optionalString, requireOptions } from '../core/validate.js';
 import { freePort, freePorts, tcpExchange } from './net.js';
 import { makeTempDir, type SpawnSpec } from './process.js';
-import { LocalCluster, LocalServer } from './server.js';
+import { LocalServer } from './server.js';
+import { LocalCluster } from './cluster.js';
 
 export interface ZooKeeperServerOptions {
   /** ZooKeeper's tick in ms; sessions may be as short as 2 ticks. @default 200 */
