@@ -3,6 +3,7 @@ import { sleep } from '../core/abort.js';
 import { TenureError } from '../core/errors.js';
 import { callWithin } from './client.js';
 import { prefixEnd } from './kv.js';
+import { refuseNested } from './names.js';
 import type { EtcdSession } from './session.js';
 import type { Etcd3 } from 'etcd3';
 
@@ -52,6 +53,7 @@ export async function readLeader(client: Etcd3, prefix: Buffer): Promise<{ leade
   const kv = res.kvs[0];
   const revision = BigInt(res.header.revision);
   if (!kv) return { leader: undefined, revision };
+  refuseNested(prefix, kv.key);
   return {
     revision,
     leader: {

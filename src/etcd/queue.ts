@@ -1,6 +1,7 @@
 import { CompareResult, CompareTarget, SortOrder, SortTarget, type ICompare, type IKeyValue, type IRequestOp, type ITxnResponse } from 'etcd3';
 import { sleep } from '../core/abort.js';
 import { prefixEnd, retryingTxn } from './kv.js';
+import { refuseNested } from './names.js';
 import { LeaseController } from '../core/lease.js';
 import { LeaseLostError, SessionExpiredError, TenureError } from '../core/errors.js';
 import type { EtcdSession } from './session.js';
@@ -91,6 +92,7 @@ export class RevisionQueue {
       if (res.succeeded) {
         const rev = BigInt(res.header.revision);
         const pred = res.responses[1]?.response_range.kvs.find((kv) => BigInt(kv.create_revision) < rev);
+        if (pred) refuseNested(this.prefix, pred.key);
         return { rev, first: { pred } };
       }
       const kv = res.responses[0]?.response_range.kvs[0];
@@ -166,6 +168,7 @@ export class RevisionQueue {
       }
       const pred = res.responses[1]?.response_range.kvs[0];
       if (!pred) continue; // it went between the compare and the read: look again
+      refuseNested(this.prefix, pred.key);
       await this.#waitDeleted(pred, signal);
       this.stats.predecessorWakeups++;
     }
@@ -252,7 +255,9 @@ export class RevisionQueue {
         if (!queued.first) {
           const res = await this.txn([], [{ request_range: { key: this.prefix, range_end: prefixEnd(this.prefix), max_create_revision: String(rev - 1n), limit: 1, keys_only: true } }], [], scope);
           // (count ignores create_revision filters in etcd; the filtered kvs do not)
-          taken = (res.responses[0]?.response_range.kvs.length ?? 0) > 0;
+          const ahead = res.responses[0]?.response_range.kvs[0];
+          if (ahead) refuseNested(this.prefix, ahead.key);
+          taken = ahead !== undefined;
         }
         if (taken) {
           await this.#undo(rev, token);

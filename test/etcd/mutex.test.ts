@@ -181,4 +181,20 @@ describe('EtcdMutex', () => {
     await s.close();
     await expect(m2.acquire()).rejects.toBeInstanceOf(ClosedError);
   });
+
+  it('refuses a name that another name nests under, instead of queueing behind the nested holder', async () => {
+    const outer = uniqueName('nest');
+    const inner = new EtcdMutex(await pool.session(), `${outer}/inner`);
+    const held = await inner.acquire();
+    const m = new EtcdMutex(await pool.session(), outer);
+    const err = await m.acquire({ timeoutMs: 5000 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as ConfigError).field).toBe('name');
+    expect((err as ConfigError).message).toContain(`${outer}/inner`);
+    expect(await m.tryAcquire().catch((e: unknown) => e)).toBeInstanceOf(ConfigError);
+    expect(await keysUnder(outer)).toEqual(await keysUnder(`${outer}/inner`)); // nothing of ours left behind
+    await held.release();
+    const lease = await m.acquire({ timeoutMs: 5000 }); // with the nested holder gone, it works
+    await lease.release();
+  });
 });
