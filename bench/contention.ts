@@ -4,7 +4,7 @@
  * connection(s); all run in this process (a 2-core machine; the servers take the other core).
  */
 import { performance } from 'node:perf_hooks';
-import { percentile } from './harness.js';
+import { percentile, type BenchRow } from './harness.js';
 
 /** Takes the lock; resolves with the function that releases it. */
 export type Acquire = () => Promise<() => Promise<unknown>>;
@@ -83,4 +83,17 @@ export async function interleaved<T>(impls: string[], rounds: number, measure: (
   const out = new Map<string, T>();
   for (const [impl, rs] of all) out.set(impl, [...rs].sort((a, b) => key(a) - key(b))[Math.floor(rs.length / 2)]!);
   return out;
+}
+
+/** The table row for a 10-contender result. */
+export function contentionRow(group: string, impl: string, c: ContentionResult): BenchRow {
+  return {
+    group,
+    scenario: '10 contenders (wait time)',
+    impl,
+    opsPerSec: c.opsPerSec,
+    p50Ms: c.waitP50,
+    p99Ms: c.waitP99,
+    notes: `p99.9 ${c.waitP999.toFixed(1)} ms; per-contender min/max ${c.min}/${c.max}`,
+  };
 }

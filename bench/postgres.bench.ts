@@ -9,7 +9,7 @@ import pg from 'pg';
 import { PgSessionLock, advisoryKey, withXactLock } from '../src/postgres/index.js';
 import { PostgresServer } from '../src/testing/index.js';
 import { timeLoop, type BenchCase, type BenchRow } from './harness.js';
-import { contend, handoff, interleaved, type Acquire } from './contention.js';
+import { contend, contentionRow, handoff, interleaved, type Acquire } from './contention.js';
 
 type Impl = { impl: string; acquire: (pool: pg.Pool, name: string) => Acquire };
 
@@ -82,15 +82,7 @@ async function run({ durationMs }: { durationMs: number }): Promise<BenchRow[]> 
       for (const [impl, r] of solo) rows.push({ group, scenario: 'uncontended acquire+release', impl, opsPerSec: r.opsPerSec, p50Ms: r.p50Ms, p99Ms: r.p99Ms });
       const ten = await interleaved(names, 3, (impl) => contend(Array.from({ length: 10 }, () => byName.get(impl)!(pool, `ten:${impl}`)), slice), (c) => c.opsPerSec);
       for (const [impl, c] of ten) {
-        rows.push({
-          group,
-          scenario: '10 contenders (wait time)',
-          impl,
-          opsPerSec: c.opsPerSec,
-          p50Ms: c.waitP50,
-          p99Ms: c.waitP99,
-          notes: `p99.9 ${c.waitP999.toFixed(1)} ms; per-contender min/max ${c.min}/${c.max}`,
-        });
+        rows.push(contentionRow(group, impl, c));
       }
       const hand = await interleaved(names, 3, (impl) => handoff(byName.get(impl)!(pool, `handoff:${impl}`), byName.get(impl)!(pool, `handoff:${impl}`), Math.min(slice, 1500)), (h) => h.p50);
       for (const [impl, h] of hand) rows.push({ group, scenario: 'hand-off release → waiter granted', impl, p50Ms: h.p50, p99Ms: h.p99, notes: `${h.samples} hand-offs` });

@@ -11,7 +11,7 @@ import { Redlock as SesameRedlock } from '@sesamecare-oss/redlock';
 import { RedisLock } from '../src/redis/index.js';
 import { RedisServer } from '../src/testing/index.js';
 import { timeLoop, type BenchCase, type BenchRow } from './harness.js';
-import { contend, handoff, interleaved, type Acquire } from './contention.js';
+import { contend, contentionRow, handoff, interleaved, type Acquire } from './contention.js';
 
 interface Redlock4Lock {
   unlock(): Promise<void>;
@@ -97,15 +97,7 @@ async function run({ durationMs }: { durationMs: number }): Promise<BenchRow[]> 
       return c;
     }, (c) => c.opsPerSec);
     for (const [impl, c] of ten) {
-      rows.push({
-        group: 'redis lock',
-        scenario: '10 contenders (wait time)',
-        impl,
-        opsPerSec: c.opsPerSec,
-        p50Ms: c.waitP50,
-        p99Ms: c.waitP99,
-        notes: `p99.9 ${c.waitP999.toFixed(1)} ms; per-contender min/max ${c.min}/${c.max}`,
-      });
+      rows.push(contentionRow('redis lock', impl, c));
     }
     const hand = await interleaved(names, 3, async (impl) => {
       const make = byName.get(impl)!;

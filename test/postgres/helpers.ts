@@ -16,12 +16,4 @@ export async function advisoryLocks(pool: pg.Pool): Promise<{ pid: number; grant
 
 export const fixture = (name: string): string => new URL(`./fixtures/${name}`, import.meta.url).pathname;
 
-export async function until<V>(fn: () => Promise<V | undefined>, timeoutMs = 15_000, everyMs = 20): Promise<V> {
-  const end = performance.now() + timeoutMs;
-  for (;;) {
-    const v = await fn().catch(() => undefined);
-    if (v !== undefined) return v;
-    if (performance.now() > end) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-}
+export { pollValue as until } from '../helpers/wait.js';

@@ -1,3 +1,4 @@
+import { pollValue } from '../helpers/wait.js';
 import { Redis } from 'ioredis';
 import { RedisLock } from '../../src/redis/index.js';
 
@@ -24,16 +25,8 @@ export async function warmPrefix(redis: Redis, prefix: string, guardMs: number):
   await lock.close();
 }
 
-/** Polls `fn` until it returns a value (not undefined) or `timeoutMs` passes. */
-export async function eventually<V>(fn: () => Promise<V | undefined>, timeoutMs = 15_000, everyMs = 10): Promise<V> {
-  const end = performance.now() + timeoutMs;
-  for (;;) {
-    const v = await fn().catch(() => undefined);
-    if (v !== undefined) return v;
-    if (performance.now() > end) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-}
+/** Polls `fn` until it returns a value (not undefined) or `timeoutMs` passes (every 10 ms). */
+export const eventually = <V>(fn: () => Promise<V | undefined>, timeoutMs = 15_000, everyMs = 10): Promise<V> => pollValue(fn, timeoutMs, everyMs);
 
 /**
  * Backdates the boot marker under `prefix` by an hour: the dataset looks long-seen, so the
