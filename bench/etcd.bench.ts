@@ -55,21 +55,27 @@ async function contended(make: (i: number) => Promise<Contender>, durationMs: nu
   };
 }
 
-function tenureMutexContender(hosts: string[], name: string): () => Promise<Contender> {
+/** A tenure contender: its own client and session, and the recipe `open` makes on that session. */
+function tenureContender(hosts: string[], open: (session: EtcdSession) => Omit<Contender, 'close'>): () => Promise<Contender> {
   return async () => {
     const client = createEtcdClient({ hosts });
     const session = await EtcdSession.create({ client, ttlSeconds: TTL });
-    const m = new EtcdMutex(session, name);
-    let lease: Awaited<ReturnType<EtcdMutex['acquire']>> | undefined;
     return {
-      acquire: async () => void (lease = await m.acquire()),
-      release: () => lease!.release(),
+      ...open(session),
       close: async () => {
         await session.close();
         client.close();
       },
     };
   };
+}
+
+function tenureMutexContender(hosts: string[], name: string): () => Promise<Contender> {
+  return tenureContender(hosts, (session) => {
+    const m = new EtcdMutex(session, name);
+    let lease: Awaited<ReturnType<EtcdMutex['acquire']>> | undefined;
+    return { acquire: async () => void (lease = await m.acquire()), release: () => lease!.release() };
+  });
 }
 
 function etcd3LockContender(hosts: string[], name: string): () => Promise<Contender> {
@@ -96,20 +102,11 @@ function etcd3LockContender(hosts: string[], name: string): () => Promise<Conten
 }
 
 function tenureElectionContender(hosts: string[], name: string): () => Promise<Contender> {
-  return async () => {
-    const client = createEtcdClient({ hosts });
-    const session = await EtcdSession.create({ client, ttlSeconds: TTL });
+  return tenureContender(hosts, (session) => {
     const e = new EtcdElection(session, name);
     let term: Awaited<ReturnType<EtcdElection['campaign']>> | undefined;
-    return {
-      acquire: async () => void (term = await e.campaign('x')),
-      release: () => term!.resign(),
-      close: async () => {
-        await session.close();
-        client.close();
-      },
-    };
-  };
+    return { acquire: async () => void (term = await e.campaign('x')), release: () => term!.resign() };
+  });
 }
 
 function etcd3ElectionContender(hosts: string[], name: string): () => Promise<Contender> {

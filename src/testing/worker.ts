@@ -107,7 +107,6 @@ export class WorkerHandle implements AsyncDisposable {
     const { timeoutMs = 20_000, from = 0 } = options;
     const what = typeof match === 'string' ? `'${match}'` : 'a matching event';
     return new Promise((resolve, reject) => {
-      const timers: { timer?: NodeJS.Timeout } = {};
       const check = (): void => {
         const e = this.events.slice(from).find(pred);
         if (e) {
@@ -119,10 +118,10 @@ export class WorkerHandle implements AsyncDisposable {
         }
       };
       const done = (): void => {
-        if (timers.timer) clearTimeout(timers.timer);
+        clearTimeout(timer);
         this.#waiters.delete(check);
       };
-      timers.timer = setTimeout(() => {
+      const timer = setTimeout(() => {
         done();
         reject(new ServerStartError(`worker ${this.pid}: no ${what} within ${timeoutMs} ms`, this.#output.slice(-4000)));
       }, timeoutMs);

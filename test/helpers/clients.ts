@@ -43,18 +43,6 @@ export function pgClient(config: { host: string; port: number; user: string; dat
   return new pg.Client(config);
 }
 
-/** Retries `fn` until it resolves, for at most `timeoutMs`; rethrows its last error. */
-export async function eventually<T>(fn: () => Promise<T>, timeoutMs = 10_000, intervalMs = 50): Promise<T> {
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    try {
-      return await fn();
-    } catch (e) {
-      if (performance.now() > deadline) throw e;
-      await new Promise((r) => setTimeout(r, intervalMs));
-    }
-  }
-}
 
 /** True while a process with this PID exists. */
 export function isAlive(pid: number): boolean {

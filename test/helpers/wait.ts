@@ -11,3 +11,16 @@ export async function pollValue<V>(fn: () => Promise<V | undefined>, timeoutMs =
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }
+
+/** Retries `fn` until it resolves, for at most `timeoutMs`; rethrows its last error. */
+export async function eventually<T>(fn: () => Promise<T>, timeoutMs = 10_000, intervalMs = 50): Promise<T> {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await fn();
+    } catch (e) {
+      if (performance.now() > deadline) throw e;
+      await new Promise((r) => setTimeout(r, intervalMs));
+    }
+  }
+}

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { existsSync } from 'node:fs';
 import { reapOrphans, spawnWorker } from '../../src/testing/index.js';
-import { eventually, isAlive } from '../helpers/clients.js';
+import { isAlive } from '../helpers/clients.js';
+import { eventually } from '../helpers/wait.js';
 
 const ownsRedis = new URL('./fixtures/owns-redis.ts', import.meta.url).pathname;
 

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EtcdCluster, ZooKeeperEnsemble } from '../../src/testing/index.js';
-import { etcdClient, eventually, zkClient, zkCreate, zkGet } from '../helpers/clients.js';
+import { etcdClient, zkClient, zkCreate, zkGet } from '../helpers/clients.js';
+import { eventually } from '../helpers/wait.js';
 
 describe('killing one cluster member', () => {
   const ensemble = new ZooKeeperEnsemble();

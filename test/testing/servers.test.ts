@@ -8,7 +8,8 @@ import {
   ZooKeeperEnsemble,
   ZooKeeperServer,
 } from '../../src/testing/index.js';
-import { etcdClient, eventually, isAlive, pgClient, redisClient, zkClient, zkCreate, zkGet } from '../helpers/clients.js';
+import { etcdClient, isAlive, pgClient, redisClient, zkClient, zkCreate, zkGet } from '../helpers/clients.js';
+import { eventually } from '../helpers/wait.js';
 
 
 describe('single servers and 3-member clusters', () => {
