@@ -8,7 +8,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { Etcd3 } from 'etcd3';
-import { EtcdElection, EtcdSession, createEtcdClient } from '../src/etcd/index.js';
+import { EtcdElection, EtcdSession, createEtcdClient } from '../src/recipes/etcd/index.js';
 import { FaultProxy, type EtcdServer } from '../src/testing/index.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

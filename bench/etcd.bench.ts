@@ -6,7 +6,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { Etcd3, EtcdLockFailedError } from 'etcd3';
-import { EtcdElection, EtcdMutex, EtcdSession, createEtcdClient } from '../src/etcd/index.js';
+import { EtcdElection, EtcdMutex, EtcdSession, createEtcdClient } from '../src/recipes/etcd/index.js';
 import { EtcdServer } from '../src/testing/index.js';
 import { percentile, timeLoop, type BenchCase, type BenchRow } from './harness.js';
 

@@ -6,7 +6,7 @@
  * the median round (the machine is shared).
  */
 import pg from 'pg';
-import { PgSessionLock, advisoryKey, withXactLock } from '../src/postgres/index.js';
+import { PgSessionLock, advisoryKey, withXactLock } from '../src/recipes/postgres/index.js';
 import { PostgresServer } from '../src/testing/index.js';
 import { timeLoop, type BenchCase, type BenchRow } from './harness.js';
 import { contend, contentionRow, handoff, interleaved, type Acquire } from './contention.js';

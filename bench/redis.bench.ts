@@ -8,7 +8,7 @@
 import { createRequire } from 'node:module';
 import { Redis } from 'ioredis';
 import { Redlock as SesameRedlock } from '@sesamecare-oss/redlock';
-import { RedisLock } from '../src/redis/index.js';
+import { RedisLock } from '../src/recipes/redis/index.js';
 import { RedisServer } from '../src/testing/index.js';
 import { timeLoop, type BenchCase, type BenchRow } from './harness.js';
 import { contend, contentionRow, handoff, interleaved, type Acquire } from './contention.js';

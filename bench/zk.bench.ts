@@ -7,7 +7,7 @@
 import zookeeper, { type Client } from 'node-zookeeper-client';
 import { percentile, timeLoop, type BenchCase, type BenchRow } from './harness.js';
 import { ZooKeeperServer } from '../src/testing/index.js';
-import { InterProcessMutex, ZkSession } from '../src/zk/index.js';
+import { InterProcessMutex, ZkSession } from '../src/recipes/zk/index.js';
 
 const GROUP = 'zk mutex';
 

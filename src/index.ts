@@ -10,5 +10,5 @@ export type { Candidate } from './core/candidate.js';
 export { LeaseCandidate } from './core/lease-candidate.js';
 export { sleep, raceSignal, whenAborted, waitScope, type WaitScope } from './core/abort.js';
 export * from './core/validate.js';
-export { requireFence, type FencedResource } from './fencing/fenced-resource.js';
-export { InMemoryFencedResource, type FenceDecision } from './fencing/memory.js';
+export { requireFence, type FencedResource } from './core/fencing.js';
+export { InMemoryFencedResource, type FenceDecision } from './core/memory-resource.js';

@@ -5,7 +5,7 @@
  * lease, then take 400 ms before sending the write — the window a GC pause hits), { cmd: 'resign' }.
  */
 import { performance } from 'node:perf_hooks';
-import { EtcdElection, EtcdSession, createEtcdClient, type Term } from '../../src/etcd/index.js';
+import { EtcdElection, EtcdSession, createEtcdClient, type Term } from '../../src/recipes/etcd/index.js';
 import { LeaseLostError } from '../../src/core/errors.js';
 import { onParentMessage, workerReport } from '../../src/testing/index.js';
 

@@ -5,7 +5,7 @@
  * (Kleppmann's scenario: its late write is rejected), a resign handoff, and a summary.
  */
 import { StaleFenceError } from '../../src/core/errors.js';
-import { InMemoryFencedResource } from '../../src/fencing/memory.js';
+import { InMemoryFencedResource } from '../../src/core/memory-resource.js';
 import { EtcdServer, spawnWorker, type WorkerEvent, type WorkerHandle } from '../../src/testing/index.js';
 
 const TTL = 2;

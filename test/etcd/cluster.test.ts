@@ -97,7 +97,7 @@ describe('etcd recipes on a 3-member cluster', () => {
   });
 
   it('observe keeps reporting leader changes across the death of a member', async () => {
-    const { EtcdElection } = await import('../../src/etcd/election.js');
+    const { EtcdElection } = await import('../../src/recipes/etcd/election.js');
     const name = uniqueName('obs');
     const observer = new EtcdElection(await pool.session({ client: pool.client(cluster.endpoints) }), name);
     const ac = new AbortController();

@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { EtcdServer } from '../../src/testing/index.js';
-import { EtcdElection } from '../../src/etcd/election.js';
-import type { LeaderInfo } from '../../src/etcd/observe.js';
+import { EtcdElection } from '../../src/recipes/etcd/election.js';
+import type { LeaderInfo } from '../../src/recipes/etcd/observe.js';
 import { ClosedError, ConfigError, NotLeaderError, SessionExpiredError } from '../../src/core/errors.js';
 import { Pool, uniqueName, until } from './helpers.js';
 

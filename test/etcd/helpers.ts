@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Etcd3 } from 'etcd3';
-import { createEtcdClient } from '../../src/etcd/client.js';
-import { EtcdSession, type EtcdSessionOptions } from '../../src/etcd/session.js';
+import { createEtcdClient } from '../../src/recipes/etcd/client.js';
+import { EtcdSession, type EtcdSessionOptions } from '../../src/recipes/etcd/session.js';
 
 /** Test timing constants in one place (a loaded 2-core machine: generous bounds). */
 export const TTL = 2;

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { EtcdServer } from '../../src/testing/index.js';
-import { EtcdMutex } from '../../src/etcd/mutex.js';
+import { EtcdMutex } from '../../src/recipes/etcd/mutex.js';
 import { AcquireTimeoutError, ClosedError, ConfigError, LeaseLostError, NotLeaderError, SessionExpiredError } from '../../src/core/errors.js';
 import { Pool, TTL, uniqueName, until } from './helpers.js';
 

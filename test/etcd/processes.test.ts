@@ -108,7 +108,7 @@ describe('etcd recipes across processes (single etcd)', () => {
     const proxy = await new FaultProxy({ target: { port: etcd.clientPort } }).start();
     proxies.push(proxy);
     const client = pool.client([`http://${proxy.address}`]);
-    const { EtcdElection } = await import('../../src/etcd/election.js');
+    const { EtcdElection } = await import('../../src/recipes/etcd/election.js');
     const s = await pool.session({ client, ttlSeconds: ttl });
     const term = await new EtcdElection(s, name).campaign('a');
     const b = await spawn('elect', name, etcd.endpoints, {}, ttl);

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { EtcdServer, FaultProxy } from '../../src/testing/index.js';
-import { EtcdSession } from '../../src/etcd/session.js';
+import { EtcdSession } from '../../src/recipes/etcd/session.js';
 import { ClosedError, ConfigError, LeaseLostError, SessionExpiredError } from '../../src/core/errors.js';
 import { Pool, TTL, abortedAt, uniqueName, until } from './helpers.js';
 

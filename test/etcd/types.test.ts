@@ -1,6 +1,6 @@
 import { describe, expectTypeOf, it } from 'vitest';
 import type { Candidate, Lease } from '../../src/index.js';
-import { EtcdElection, EtcdMutex, EtcdSession, type LeaderInfo, type Term } from '../../src/etcd/index.js';
+import { EtcdElection, EtcdMutex, EtcdSession, type LeaderInfo, type Term } from '../../src/recipes/etcd/index.js';
 
 describe('tenure/etcd types', () => {
   it('a Term is a Lease with the election operations, and an election is a Candidate', () => {

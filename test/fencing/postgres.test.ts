@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ConfigError, StaleFenceError } from '../../src/index.js';
-import { PostgresFencedResource } from '../../src/postgres/index.js';
+import { PostgresFencedResource } from '../../src/recipes/postgres/index.js';
 import { PostgresServer } from '../../src/testing/index.js';
 import { fencedResourceContract } from './contract.js';
 

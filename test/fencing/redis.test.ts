@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
 import { ConfigError, StaleFenceError } from '../../src/index.js';
-import { RedisFencedResource } from '../../src/redis/index.js';
+import { RedisFencedResource } from '../../src/recipes/redis/index.js';
 import { RedisServer } from '../../src/testing/index.js';
 import { client } from '../redis/helpers.js';
 import { fencedResourceContract } from './contract.js';

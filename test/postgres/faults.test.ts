@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
-import { PgSessionLock, PostgresFencedResource, withXactLock } from '../../src/postgres/index.js';
+import { PgSessionLock, PostgresFencedResource, withXactLock } from '../../src/recipes/postgres/index.js';
 import { FaultProxy, PostgresServer, spawnWorker, type WorkerHandle } from '../../src/testing/index.js';
 import { advisoryLocks, fixture, makePool, until } from './helpers.js';
 

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AcquireTimeoutError, ConfigError, LeaseLostError } from '../../src/index.js';
-import { PgElection, PgSessionLock, advisoryKey, tryWithXactLock, withXactLock } from '../../src/postgres/index.js';
+import { PgElection, PgSessionLock, advisoryKey, tryWithXactLock, withXactLock } from '../../src/recipes/postgres/index.js';
 import { PostgresServer } from '../../src/testing/index.js';
 import { advisoryLocks, makePool, until } from './helpers.js';
 

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
-import { RedisFencedResource, RedisLock } from '../../src/redis/index.js';
+import { RedisFencedResource, RedisLock } from '../../src/recipes/redis/index.js';
 import { FaultProxy, RedisServer, spawnWorker, type WorkerHandle } from '../../src/testing/index.js';
 import { backdateBoot, client, eventually, fixture } from './helpers.js';
 

@@ -1,6 +1,6 @@
 import { pollValue } from '../helpers/wait.js';
 import { Redis } from 'ioredis';
-import { RedisLock } from '../../src/redis/index.js';
+import { RedisLock } from '../../src/recipes/redis/index.js';
 
 /** Timing constants for the Redis suites, in one place. */
 export const T = {

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
 import { AcquireTimeoutError, ConfigError, LeaseLostError } from '../../src/index.js';
-import { RedisElection, RedisLock } from '../../src/redis/index.js';
-import { RENEW, runScript } from '../../src/redis/scripts.js';
+import { RedisElection, RedisLock } from '../../src/recipes/redis/index.js';
+import { RENEW, runScript } from '../../src/recipes/redis/scripts.js';
 import { RedisServer } from '../../src/testing/index.js';
 import { client, eventually as until } from './helpers.js';
 

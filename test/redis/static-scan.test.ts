@@ -13,14 +13,14 @@ function files(dir: string): string[] {
     return statSync(p).isDirectory() ? files(p) : p.endsWith('.ts') ? [p] : [];
   });
 }
-const sources = [...files(join(root, 'src/redis')), join(root, 'src/fencing/redis.ts')].map((p) => ({
+const sources = files(join(root, 'src/recipes/redis')).map((p) => ({
   path: p.slice(root.length),
   text: readFileSync(p, 'utf8'),
 }));
 
 it('scans the Redis lock sources (the scan itself sees the files)', () => {
-  expect(sources.map((s) => s.path)).toEqual(expect.arrayContaining(['src/redis/lock.ts', 'src/redis/scripts.ts', 'src/fencing/redis.ts']));
-  expect(sources.find((s) => s.path === 'src/redis/scripts.ts')?.text).toMatch(/'SET', KEYS\[1\]/);
+  expect(sources.map((s) => s.path)).toEqual(expect.arrayContaining(['src/recipes/redis/lock.ts', 'src/recipes/redis/scripts.ts', 'src/recipes/redis/fenced-resource.ts']));
+  expect(sources.find((s) => s.path === 'src/recipes/redis/scripts.ts')?.text).toMatch(/'SET', KEYS\[1\]/);
 });
 
 it('never uses SETNX', () => {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FaultProxy, ZooKeeperEnsemble, ZooKeeperServer } from '../../src/testing/index.js';
 
 import type { Lease } from '../../src/core/lease.js';
-import { InterProcessMutex, LeaderLatch, type ZkSession } from '../../src/zk/index.js';
+import { InterProcessMutex, LeaderLatch, type ZkSession } from '../../src/recipes/zk/index.js';
 import { children, eventually, openSession, rawClient, T } from './helpers.js';
 
 describe('protected creation', () => {

@@ -1,6 +1,6 @@
 import zookeeper from 'node-zookeeper-client';
 import { pino } from 'pino';
-import { ZkSession, type ZkSessionOptions } from '../../src/zk/index.js';
+import { ZkSession, type ZkSessionOptions } from '../../src/recipes/zk/index.js';
 
 /** Timing constants for the ZooKeeper suite, in one place. */
 export const T = {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ZooKeeperServer } from '../../src/testing/index.js';
 import { ClosedError, ConfigError, LeaseLostError } from '../../src/core/errors.js';
 import { whenAborted } from '../../src/core/abort.js';
-import { LeaderLatch, type ZkSession } from '../../src/zk/index.js';
+import { LeaderLatch, type ZkSession } from '../../src/recipes/zk/index.js';
 import { eventually, expireSession, openSession, T } from './helpers.js';
 
 let zk: ZooKeeperServer;

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ZooKeeperServer } from '../../src/testing/index.js';
 import { AcquireTimeoutError, ClosedError, ConfigError, LeaseLostError } from '../../src/core/errors.js';
-import { InterProcessMutex, type ZkSession } from '../../src/zk/index.js';
+import { InterProcessMutex, type ZkSession } from '../../src/recipes/zk/index.js';
 import { children, eventually, openSession, parseWchp, rawClient, T } from './helpers.js';
 
 let zk: ZooKeeperServer;

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FaultProxy, ZooKeeperServer } from '../../src/testing/index.js';
 import { ClosedError, ConfigError, LeaseLostError } from '../../src/core/errors.js';
 import { whenAborted } from '../../src/core/abort.js';
-import { InterProcessMutex, ZkSession, type ZkConnectionState } from '../../src/zk/index.js';
+import { InterProcessMutex, ZkSession, type ZkConnectionState } from '../../src/recipes/zk/index.js';
 import { eventually, expireSession, openSession, T } from './helpers.js';
 
 let zk: ZooKeeperServer;

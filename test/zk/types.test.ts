@@ -11,7 +11,7 @@ import {
   type LeadershipContext,
   type ZkConnectionState,
   type ZkSessionEvents,
-} from '../../src/zk/index.js';
+} from '../../src/recipes/zk/index.js';
 
 describe('tenure/zk types', () => {
   it('acquire resolves to Lease(s) and every recipe is AsyncDisposable', () => {

@@ -1,0 +1,49 @@
+import { createHash } from 'node:crypto';
+import { requireNumber, requireString } from '../../core/validate.js';
+
+/**
+ * The advisory-lock keyspace. Postgres advisory locks are keyed by one int8 or two int4s; tenure
+ * uses the two-int4 form, deliberately: `(namespace, hash(name))`.
+ * - `namespace` keeps tenure's locks apart from other users of advisory locks in the same
+ *   database (the single-int8 form used by migration tools and `advisory-lock` never collides
+ *   with the two-int4 form: Postgres keys them apart).
+ * - `hash(name)` is the first 4 bytes of SHA-256(name) as a signed int4.
+ *
+ * Collisions: two distinct names in one namespace share a lock with probability ≈ n²/2³³ for n
+ * names (≈ 1 in 850 for 10,000 names). A collision never breaks mutual exclusion; it only makes
+ * the two names exclude each other (extra waiting), and fences stay strictly increasing per name
+ * because they come from one sequence (see schema.ts). One hazard follows: holding one name while
+ * acquiring a colliding one from the same process waits on yourself, which Postgres cannot see as
+ * a deadlock across two connections — use a timeout when you nest locks.
+ */
+export interface AdvisoryKey {
+  readonly namespace: number;
+  readonly key: number;
+}
+
+/** 'tenu' as an int4: tenure's default namespace. */
+export const DEFAULT_NAMESPACE = 0x74656e75;
+/** Reserved for tenure's own schema creation. */
+export const SCHEMA_LOCK: AdvisoryKey = Object.freeze({ namespace: 0x74656e76, key: 0 });
+
+/** A lock name: 1–200 characters, no NUL. */
+export function validateName(field: string, name: unknown): string {
+  // eslint-disable-next-line no-control-regex
+  return requireString(field, name, { maxLength: 200, pattern: /^[^\u0000]+$/, patternHint: 'contain no NUL character' });
+}
+
+/** Validates an int4 namespace. */
+export function validateNamespace(field: string, ns: unknown): number {
+  return requireNumber(field, ns, { integer: true, min: -(2 ** 31), max: 2 ** 31 - 1 });
+}
+
+/** The two-int4 key of `name` in `namespace`. */
+export function advisoryKey(name: string, namespace = DEFAULT_NAMESPACE): AdvisoryKey {
+  const key = createHash('sha256').update(name, 'utf8').digest().readInt32BE(0);
+  return { namespace, key };
+}
+
+/** `ns, key` for inlining into SQL: both are integers we computed, never user text. */
+export function keyArgs(k: AdvisoryKey): string {
+  return `${k.namespace | 0}, ${k.key | 0}`;
+}

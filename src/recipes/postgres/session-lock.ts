@@ -1,0 +1,130 @@
+import type { Pool } from 'pg';
+import { raceSignal, waitScope } from '../../core/abort.js';
+import { monotonicClock } from '../../core/clock.js';
+import { ConfigError } from '../../core/errors.js';
+import { LeaseController, type Lease } from '../../core/lease.js';
+import { requireOptions } from '../../core/validate.js';
+import { advisoryKey, keyArgs, validateName, validateNamespace, DEFAULT_NAMESPACE, type AdvisoryKey } from './keys.js';
+import { ensureSchema } from './schema.js';
+import { PgSession, sessionOptions, type PgSessionOptions } from './session.js';
+
+export interface PgLockOptions extends PgSessionOptions {
+  /** The int4 namespace of the advisory keyspace (see keys.ts). @default 0x74656e75 ('tenu') */
+  namespace?: number;
+}
+
+export interface PgAcquireOptions {
+  signal?: AbortSignal;
+  /** @default no limit */
+  timeoutMs?: number;
+}
+
+export function requirePool(pool: unknown): Pool {
+  if (!pool || typeof (pool as Pool).connect !== 'function' || typeof (pool as Pool).query !== 'function') {
+    throw new ConfigError('pool', 'must be a pg Pool');
+  }
+  return pool as Pool;
+}
+
+/**
+ * Builds the lease of a session-level advisory lock held on `session`: its signal derives from
+ * the session's, its release unlocks and returns the connection (or destroys it if unlocking
+ * fails, so a client holding a lock never goes back to the pool).
+ */
+export function sessionLease(session: PgSession, name: string, k: AdvisoryKey, fence: bigint): Lease {
+  const controller = new LeaseController({
+    name,
+    fence,
+    parent: session.signal,
+    deadline: () => session.deadline,
+    release: async () => {
+      if (session.signal.aborted) return session.close(true);
+      let unlocked = false;
+      try {
+        const r = await session.query(`SELECT pg_advisory_unlock(${keyArgs(k)}) AS ok`);
+        unlocked = r.rows[0]?.ok === true;
+      } finally {
+        await session.close(!unlocked);
+      }
+    },
+  });
+  return controller.lease;
+}
+
+/**
+ * A session-level advisory lock for work that spans transactions. `acquire()` pins one client out
+ * of the pool for the lease's life (pool churn cannot touch it), waits in `pg_advisory_lock`,
+ * takes the fence from `tenure_fence_seq`, and aborts the lease's signal if that connection dies.
+ * Prefer {@link withXactLock} when the work fits in one transaction.
+ *
+ * Hazard: without `leaseMs`, a holder that is partitioned away keeps the lock until its TCP
+ * connection dies; set `leaseMs` for a lease the server enforces.
+ */
+export class PgSessionLock {
+  readonly name: string;
+  readonly #pool: Pool;
+  readonly #key: AdvisoryKey;
+  readonly #opts: PgSessionOptions;
+
+  constructor(pool: Pool, name: string, options?: PgLockOptions) {
+    this.#pool = requirePool(pool);
+    this.name = validateName('name', name);
+    const o = requireOptions('options', options);
+    this.#opts = sessionOptions(o);
+    this.#key = advisoryKey(this.name, o.namespace === undefined ? DEFAULT_NAMESPACE : validateNamespace('namespace', o.namespace));
+  }
+
+  /** The advisory key this name maps to. */
+  get key(): AdvisoryKey {
+    return this.#key;
+  }
+
+  /** Waits for the lock. On abort or timeout the waiting connection is closed (which ends the wait). */
+  async acquire(options?: PgAcquireOptions): Promise<Lease> {
+    const o = requireOptions('options', options);
+    o.signal?.throwIfAborted();
+    const scope = waitScope(`postgres lock '${this.name}'`, o);
+    let session: PgSession | undefined;
+    try {
+      await raceSignal(ensureSchema(this.#pool), scope.signal);
+      session = await raceSignal(PgSession.open(this.#pool, this.#opts), scope.signal);
+      const s = session;
+      const sentAt = monotonicClock.now();
+      const q = s.query(`SELECT pg_advisory_lock(${keyArgs(this.#key)}), nextval('tenure_fence_seq')::text AS fence`);
+      const r = await raceSignal(q, scope.signal).catch(async (e: unknown) => {
+        q.catch(() => undefined);
+        if (scope.signal.aborted) await s.abandon(this.#pool);
+        throw e;
+      });
+      s.startHeartbeat(sentAt);
+      return sessionLease(s, this.name, this.#key, BigInt(r.rows[0].fence as string));
+    } catch (e) {
+      await session?.close(true);
+      throw e;
+    } finally {
+      scope.dispose();
+    }
+  }
+
+  /** One try: the lease, or undefined when another session holds the lock. */
+  async tryAcquire(): Promise<Lease | undefined> {
+    await ensureSchema(this.#pool);
+    const s = await PgSession.open(this.#pool, this.#opts);
+    try {
+      const sentAt = monotonicClock.now();
+      const r = await s.query(
+        `SELECT CASE WHEN pg_try_advisory_lock(${keyArgs(this.#key)}) THEN nextval('tenure_fence_seq')::text END AS fence`,
+      );
+      const fence = r.rows[0]?.fence as string | null;
+      if (fence === null || fence === undefined) {
+        await s.close();
+        return undefined;
+      }
+      s.startHeartbeat(sentAt);
+      return sessionLease(s, this.name, this.#key, BigInt(fence));
+    } catch (e) {
+      await s.close(true);
+      throw e;
+    }
+  }
+}

@@ -1,0 +1,53 @@
+import { requireString } from '../../core/validate.js';
+
+/** The Redis keys and channel of one lock name. */
+export interface LockKeys {
+  /** Holds the holder's token, always with a TTL. */
+  readonly lock: string;
+  /** The name's fence counter (no TTL). */
+  readonly fence: string;
+  /** The boot marker shared by every lock under the prefix (see scripts.ts). */
+  readonly boot: string;
+  /** Pub/sub channel the releaser publishes to. */
+  readonly released: string;
+  /** Waiters in arrival order (sorted set: ticket → token). */
+  readonly queue: string;
+  /** When each waiter stops counting as alive (sorted set: server ms → token). */
+  readonly alive: string;
+  /** The queue's ticket counter. */
+  readonly ticket: string;
+}
+
+/** A lock name: 1–200 characters, no control characters, no braces (used as hash tags). */
+export function validateLockName(field: string, name: unknown): string {
+  return requireString(field, name, {
+    maxLength: 200,
+    // eslint-disable-next-line no-control-regex
+    pattern: /^[^\u0000-\u001f\u007f{}]+$/,
+    patternHint: 'contain no control characters and no braces',
+  });
+}
+
+/** A key prefix: up to 100 characters, no control characters, no braces. May be empty. */
+export function validatePrefix(field: string, prefix: unknown): string {
+  if (prefix === '') return '';
+  return requireString(field, prefix, {
+    maxLength: 100,
+    // eslint-disable-next-line no-control-regex
+    pattern: /^[^\u0000-\u001f\u007f{}]+$/,
+    patternHint: 'contain no control characters and no braces',
+  });
+}
+
+/** Keys for `name` under `prefix`. The name is a hash tag so a lock's keys share a slot. */
+export function lockKeys(prefix: string, name: string): LockKeys {
+  return {
+    lock: `${prefix}lock:{${name}}`,
+    fence: `${prefix}fence:{${name}}`,
+    boot: `${prefix}boot`,
+    released: `${prefix}released:{${name}}`,
+    queue: `${prefix}queue:{${name}}`,
+    alive: `${prefix}alive:{${name}}`,
+    ticket: `${prefix}ticket:{${name}}`,
+  };
+}

@@ -1,0 +1,117 @@
+import { LeaseLostError } from '../../core/errors.js';
+import { LeaseController } from '../../core/lease.js';
+import { NodeGoneError, type LockDriver } from './drivers.js';
+import { createProtected, deleteOwnNode, retrying, statOf, waitForDeletion } from './nodes.js';
+import { isNoNode, zkGetChildren } from './ops.js';
+import { joinPath, longToBigInt, sortBySequence } from './paths.js';
+import type { ZkConn, ZkSession } from './session.js';
+
+/** A node that holds a lock: its path, its fence (czxid), its session and the epoch it was claimed in. */
+export interface HeldNode {
+  readonly path: string;
+  readonly fence: bigint;
+  readonly conn: ZkConn;
+  readonly epoch: AbortSignal;
+}
+
+/**
+ * The one loop behind every ZooKeeper lock recipe (Curator's LockInternals idea): create a
+ * protected ephemeral sequential node, ask the driver whether it holds, otherwise watch the one
+ * node the driver names and ask again when it goes. Before claiming, the node's ephemeralOwner
+ * must be the current session (CURATOR-696). When the session ends while waiting, it re-queues on
+ * the new one; when the caller's signal aborts, it deletes its node before rejecting.
+ */
+export class LockInternals {
+  constructor(
+    readonly session: ZkSession,
+    readonly base: string,
+  ) {}
+
+  async acquire(driver: LockDriver, signal: AbortSignal, data: Buffer, onQueued?: (path: string) => void): Promise<HeldNode> {
+    const session = this.session;
+    for (;;) {
+      signal.throwIfAborted();
+      await session.whenConnected({ signal });
+      const conn = session.conn();
+      let path: string | undefined;
+      try {
+        path = await createProtected(session, conn, this.base, driver.lockName, data, signal);
+        onQueued?.(path);
+        // The node's Stat (fence = czxid, ephemeralOwner) is read once, pipelined with the first
+        // getChildren: ZooKeeper answers a session's requests in order, so it costs no extra round trip.
+        const ownStat = statOf(session, conn, path, signal);
+        ownStat.catch(() => undefined);
+        for (;;) {
+          const children = await retrying(session, conn, signal, () => zkGetChildren(conn.client, this.base));
+          const verdict = driver.check(sortBySequence(children, driver.queueNames), path);
+          if (!verdict.holds) {
+            session.log.debug({ node: path, watch: verdict.watch }, 'waiting for predecessor');
+            await waitForDeletion(session, conn, joinPath(this.base, verdict.watch), signal);
+            continue;
+          }
+          const stat = await ownStat;
+          if (!stat) throw new NodeGoneError(path);
+          if (stat.ephemeralOwner.toString('hex') !== conn.sessionId || session.conn() !== conn) throw new NodeGoneError(path);
+          if (!session.connected) {
+            await session.whenConnected({ signal: AbortSignal.any([signal, conn.signal]) });
+            continue;
+          }
+          session.log.debug({ node: path }, 'holds');
+          return { path, fence: longToBigInt(stat.czxid), conn, epoch: session.signal };
+        }
+      } catch (e) {
+        if (path !== undefined) {
+          // Cancellation cleans up: delete the queued node before rejecting when connected; while
+          // disconnected, the delete goes out on reconnect (or the node dies with the session)
+          // and the caller is not held up.
+          const removal = deleteOwnNode(session, conn, path).catch((err: unknown) => session.log.warn({ err, path }, 'could not delete an abandoned lock node'));
+          if (session.connected) await removal;
+        }
+        if (signal.aborted) throw signal.reason;
+        if (e instanceof NodeGoneError || conn.signal.aborted) {
+          session.log.info({ base: this.base }, 're-queueing: our node or session is gone');
+          continue;
+        }
+        throw e;
+      }
+    }
+  }
+
+  /**
+   * A lease for a held node: its signal derives from the epoch it was claimed in and the session's
+   * local deadline; `release()` deletes the node (owner-checked: only while its session lives).
+   * When the lease is lost rather than released, the node is deleted as soon as the session can,
+   * so a demoted holder never blocks the queue.
+   */
+  lease(name: string, held: HeldNode, onEnd?: () => void): LeaseController {
+    const session = this.session;
+    const ctl = new LeaseController({
+      name,
+      fence: held.fence,
+      parent: held.epoch,
+      deadline: () => session.deadline(),
+      clock: session.clock,
+      release: () => deleteOwnNode(session, held.conn, held.path),
+    });
+    ctl.lease.signal.addEventListener(
+      'abort',
+      () => {
+        onEnd?.();
+        const r: unknown = ctl.lease.signal.reason;
+        if (!(r instanceof LeaseLostError && r.reason === 'released')) void deleteOwnNode(session, held.conn, held.path).catch(() => undefined);
+      },
+      { once: true },
+    );
+    return ctl;
+  }
+
+  /** Every queued node's full path, in queue order. */
+  async participants(queueNames: readonly string[]): Promise<string[]> {
+    const conn = this.session.conn();
+    const children = await retrying(this.session, conn, undefined, () => zkGetChildren(conn.client, this.base)).catch((e: unknown) => {
+      if (isNoNode(e)) return [] as string[];
+      throw e;
+    });
+    return sortBySequence(children, queueNames).map((n) => joinPath(this.base, n));
+  }
+}

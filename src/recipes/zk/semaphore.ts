@@ -1,0 +1,129 @@
+import { waitScope } from '../../core/abort.js';
+import type { Lease } from '../../core/lease.js';
+import { optionalSignal, requireNumber, requireOptions } from '../../core/validate.js';
+import { NodeGoneError } from './drivers.js';
+import { CloseGuard, requireSession } from './guard.js';
+import { LockInternals } from './internals.js';
+import { InterProcessMutex, type AcquireOptions } from './mutex.js';
+import { createProtected, deleteOwnNode, raceSignals, retrying, statOf } from './nodes.js';
+import { dropWatcher, zkGetChildren } from './ops.js';
+import { joinPath, longToBigInt, nodeName, validatePath } from './paths.js';
+import type { ZkSession } from './session.js';
+
+const LEASE_NAME = 'lease-';
+
+/**
+ * A counting semaphore (Curator's InterProcessSemaphoreV2): at most `maxLeases` leases exist at
+ * once under `<path>/leases`. Acquirers queue on a mutex at `<path>/locks`, so only the head of
+ * the line waits for a lease to free (one watch, no herd); it creates its lease nodes (protected)
+ * and keeps them while the count of lease nodes exceeds `maxLeases`. Every failure path deletes
+ * the nodes it created, and lease nodes are ephemeral, so a crash or a timeout leaves no orphaned
+ * lease (CURATOR-335, CURATOR-462).
+ */
+export class InterProcessSemaphoreV2 implements AsyncDisposable {
+  readonly path: string;
+  readonly maxLeases: number;
+  readonly #session: ZkSession;
+  readonly #leasesPath: string;
+  readonly #locksPath: string;
+  readonly #internals: LockInternals;
+  readonly #guard: CloseGuard;
+  readonly #held = new Set<Lease>();
+
+  constructor(session: ZkSession, path: string, maxLeases: number) {
+    this.#session = requireSession(session);
+    this.path = validatePath('path', path);
+    this.maxLeases = requireNumber('maxLeases', maxLeases, { integer: true, min: 1 });
+    this.#leasesPath = joinPath(this.path, 'leases');
+    this.#locksPath = joinPath(this.path, 'locks');
+    this.#internals = new LockInternals(this.#session, this.#leasesPath);
+    this.#guard = new CloseGuard(`semaphore ${this.path}`);
+  }
+
+  /** Waits for `qty` leases (all or none) and returns them individually. @default qty 1 */
+  async acquire(qty = 1, options?: AcquireOptions): Promise<Lease[]> {
+    requireNumber('qty', qty, { integer: true, min: 1, max: this.maxLeases });
+    const o = requireOptions('options', options);
+    optionalSignal('signal', o.signal);
+    this.#guard.throwIfClosed();
+    const scope = waitScope(`${this.#guard.what}: acquire`, { signal: this.#guard.join(o.signal), timeoutMs: o.timeoutMs });
+    const lock = new InterProcessMutex(this.#session, this.#locksPath);
+    const leases: Lease[] = [];
+    try {
+      const turn = await lock.acquire({ signal: scope.signal });
+      try {
+        for (let i = 0; i < qty; i++) leases.push(await this.#one(scope.signal));
+      } finally {
+        await turn.release();
+      }
+      for (const l of leases) {
+        this.#held.add(l);
+        l.signal.addEventListener('abort', () => this.#held.delete(l), { once: true });
+      }
+      return leases;
+    } catch (e) {
+      await Promise.all(leases.map((l) => l.release()));
+      throw e;
+    } finally {
+      scope.dispose();
+      await lock.close();
+    }
+  }
+
+  async #one(signal: AbortSignal): Promise<Lease> {
+    const session = this.#session;
+    for (;;) {
+      await session.whenConnected({ signal });
+      const conn = session.conn();
+      let path: string | undefined;
+      try {
+        path = await createProtected(session, conn, this.#leasesPath, LEASE_NAME, Buffer.from(conn.sessionId), signal);
+        for (;;) {
+          let fired!: () => void;
+          const changed = new Promise<void>((r) => (fired = r));
+          const watcher = (): void => {
+            session.countWatchEvent();
+            fired();
+          };
+          try {
+            const children = await retrying(session, conn, signal, () => zkGetChildren(conn.client, this.#leasesPath, watcher));
+            if (!children.includes(nodeName(path))) throw new NodeGoneError(path);
+            if (children.length <= this.maxLeases) break;
+            await raceSignals(changed, signal, conn.signal);
+          } finally {
+            dropWatcher(conn.client, this.#leasesPath, watcher);
+          }
+        }
+        const stat = await statOf(session, conn, path, signal);
+        if (!stat || stat.ephemeralOwner.toString('hex') !== conn.sessionId) throw new NodeGoneError(path);
+        const held = { path, fence: longToBigInt(stat.czxid), conn, epoch: session.signal };
+        return this.#internals.lease(this.path, held).lease;
+      } catch (e) {
+        if (path !== undefined) {
+          const removal = deleteOwnNode(session, conn, path).catch(() => undefined);
+          if (session.connected) await removal;
+        }
+        if (signal.aborted) throw signal.reason;
+        if (e instanceof NodeGoneError || conn.signal.aborted) continue;
+        throw e;
+      }
+    }
+  }
+
+  /** Full paths of every lease node that exists now (holders and the one waiter). */
+  async getParticipantNodes(): Promise<string[]> {
+    this.#guard.throwIfClosed();
+    return this.#internals.participants([LEASE_NAME]);
+  }
+
+  /** Aborts pending acquires and releases every lease this object handed out. Idempotent. */
+  async close(): Promise<void> {
+    if (!this.#guard.close()) return;
+    await Promise.all([...this.#held].map((l) => l.release()));
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+}
+

@@ -1,0 +1,326 @@
+import { EventEmitter } from 'eventemitter3';
+import zookeeper, { type Client } from 'node-zookeeper-client';
+import { pino, type Logger } from 'pino';
+import { monotonicClock, type Clock } from '../../core/clock.js';
+import { ClosedError, ConfigError, LeaseLostError, SessionExpiredError, type LeaseLostReason } from '../../core/errors.js';
+import { raceSignal, waitScope } from '../../core/abort.js';
+import { optionalEnum, optionalNumber, requireOptions, requireString } from '../../core/validate.js';
+import { Liveness } from './liveness.js';
+import { dropSocket, zkExists } from './ops.js';
+
+const { State } = zookeeper;
+
+/** Connection states a {@link ZkSession} reports (Curator's ConnectionState). */
+export type ZkConnectionState = 'CONNECTED' | 'SUSPENDED' | 'RECONNECTED' | 'LOST' | 'READ_ONLY';
+
+/**
+ * How connection trouble reaches holders' signals.
+ * - `standard`: SUSPENDED counts as loss: every lease's signal aborts at once (Curator's default).
+ * - `session`: only LOST counts; a holder keeps its lease through SUSPENDED, but its signal still
+ *   aborts at `lastServerContact + sessionTimeout − safetyMarginMs` on the monotonic clock.
+ */
+export type ZkErrorPolicy = 'standard' | 'session';
+
+export interface ZkSessionOptions {
+  /** Requested session timeout; the server may grant another (see `sessionTimeoutMs`). @default 10000 */
+  sessionTimeoutMs?: number;
+  /** @default 'standard' */
+  policy?: ZkErrorPolicy;
+  /**
+   * How long before the server could expire the session a holder stops (local deadline). Must be
+   * less than the session timeout. @default a fifth of sessionTimeoutMs
+   */
+  safetyMarginMs?: number;
+  /** How long `start()` waits for the first connection. @default 15000 */
+  connectTimeoutMs?: number;
+  /** Pause between connection attempts once every server was tried. @default 100 */
+  spinDelayMs?: number;
+  /** @default a silent pino logger */
+  logger?: Logger;
+  /** @default monotonicClock */
+  clock?: Clock;
+}
+
+/**
+ * Connection-state events. Each edge fires `state` and the event named after the state. By the
+ * time a handler runs, the epoch signal has already aborted for SUSPENDED (standard policy) and
+ * LOST. Handlers must not throw.
+ */
+export interface ZkSessionEvents {
+  /** Every connection-state edge, in order. */
+  state: (state: ZkConnectionState) => void;
+  /** The first connection of a (new) ZooKeeper session. */
+  CONNECTED: () => void;
+  /** The connection dropped; the session may still be alive. */
+  SUSPENDED: () => void;
+  /** Connected again to the same session. */
+  RECONNECTED: () => void;
+  /** The session expired (or its local deadline passed); a new one is being made. */
+  LOST: () => void;
+  /** Connected to a read-only server (node-zookeeper-client 1.1.3 never asks for one). */
+  READ_ONLY: () => void;
+}
+
+/** @internal one ZooKeeper session (one client) as the recipes see it. */
+export interface ZkConn {
+  readonly client: Client;
+  /** Hex of the 8-byte session id. */
+  readonly sessionId: string;
+  /** Aborts when this ZooKeeper session ends (LOST or close): its ephemeral nodes are (or will be) gone. */
+  readonly signal: AbortSignal;
+}
+
+type LiveConn = ZkConn & { abort: AbortController; connectedOnce: boolean; sessionId: string };
+
+/**
+ * One ZooKeeper client and the one owner of liveness for every recipe built on it: it reports
+ * connection-state edges, keeps `lastServerContact` with its own heartbeat, and exposes `signal`,
+ * the per-connection-epoch signal every lease derives from. After LOST it makes a new session by
+ * itself, and recipes re-join on it.
+ */
+export class ZkSession extends EventEmitter<ZkSessionEvents> implements AsyncDisposable {
+  readonly connectionString: string;
+  readonly policy: ZkErrorPolicy;
+  readonly log: Logger;
+  readonly clock: Clock;
+  readonly #requestedTimeout: number;
+  readonly #margin: number;
+  readonly #connectTimeout: number;
+  readonly #spinDelay: number;
+  #conn: LiveConn | undefined;
+  #epoch = new AbortController();
+  #state: ZkConnectionState | 'LATENT' | 'CLOSED' = 'LATENT';
+  #connected = false;
+  readonly #liveness: Liveness;
+  #closed = new AbortController();
+  #watchEvents = 0;
+
+  constructor(connectionString: string, options?: ZkSessionOptions) {
+    super();
+    this.connectionString = requireString('connectionString', connectionString, { pattern: /^[^\s/]+(\/\S*)?$/, patternHint: "be 'host:port[,host:port…][/chroot]'" });
+    const o = requireOptions('options', options);
+    this.#requestedTimeout = optionalNumber('sessionTimeoutMs', o.sessionTimeoutMs, 10_000, { integer: true, min: 1 });
+    this.policy = optionalEnum('policy', o.policy, ['standard', 'session'] as const, 'standard');
+    this.#margin = optionalNumber('safetyMarginMs', o.safetyMarginMs, Math.round(this.#requestedTimeout / 5), { min: 0, exclusiveMin: true });
+    if (this.#margin >= this.#requestedTimeout) throw new ConfigError('safetyMarginMs', `must be less than sessionTimeoutMs (${this.#requestedTimeout}), got ${this.#margin}`);
+    this.#connectTimeout = optionalNumber('connectTimeoutMs', o.connectTimeoutMs, 15_000, { min: 1 });
+    this.#spinDelay = optionalNumber('spinDelayMs', o.spinDelayMs, 100, { min: 0 });
+    this.log = (o.logger ?? pino({ level: 'silent' })).child({ name: 'zk-session' });
+    this.clock = o.clock ?? monotonicClock;
+    this.#liveness = new Liveness(this.clock, this.#margin, this.#requestedTimeout);
+    this.#epoch.abort(new LeaseLostError('suspended', 'zk session: not connected yet'));
+  }
+
+  /** Connects and resolves once the first session is established. Idempotent. */
+  async start(options: { signal?: AbortSignal } = {}): Promise<this> {
+    this.#throwIfClosed();
+    if (!this.#conn) this.#newClient();
+    await this.whenConnected({ signal: options.signal, timeoutMs: this.#connectTimeout });
+    return this;
+  }
+
+  /** The current connection state (`'LATENT'` before `start()`, `'CLOSED'` after `close()`). */
+  get state(): ZkConnectionState | 'LATENT' | 'CLOSED' {
+    return this.#state;
+  }
+
+  /** True once `close()` was called. */
+  get closed(): boolean {
+    return this.#closed.signal.aborted;
+  }
+
+  /** True while connected and the current epoch is live. */
+  get connected(): boolean {
+    return this.#connected && !this.#epoch.signal.aborted;
+  }
+
+  /**
+   * The current connection epoch's signal: aborts (reason a LeaseLostError) on SUSPENDED under
+   * the `standard` policy, on LOST, on the local deadline, and on close. Leases granted now derive
+   * from it; read it again after a reconnect for the new epoch.
+   */
+  get signal(): AbortSignal {
+    return this.#epoch.signal;
+  }
+
+  /** The session timeout the server granted (the requested one before connecting). */
+  get sessionTimeoutMs(): number {
+    return this.#liveness.timeout;
+  }
+
+  /** The local deadline on the session's clock: `lastServerContact + sessionTimeout − safetyMargin`. */
+  deadline(): number {
+    return this.#liveness.deadline();
+  }
+
+  /** Monotonic time (ms) at which the last request the server answered was sent. */
+  get lastServerContact(): number {
+    return this.#liveness.lastContact;
+  }
+
+  /** Hex id of the current ZooKeeper session (undefined before the first connect). */
+  get sessionId(): string | undefined {
+    return this.#conn?.connectedOnce ? this.#conn.sessionId : undefined;
+  }
+
+  /** How many watch notifications recipes on this session received (one per wake-up). */
+  get watchEvents(): number {
+    return this.#watchEvents;
+  }
+
+  /** @internal counts a recipe wake-up. */
+  countWatchEvent(): void {
+    this.#watchEvents++;
+  }
+
+  /** @internal the current ZooKeeper session. Throws ClosedError after close. */
+  conn(): ZkConn {
+    this.#throwIfClosed();
+    if (!this.#conn) throw new SessionExpiredError('zk session: not started');
+    return this.#conn;
+  }
+
+  /** The raw client of the current session (it changes after LOST). */
+  get client(): Client {
+    return this.conn().client;
+  }
+
+  /** Resolves when connected with a live epoch (at once if already); rejects on close/abort/timeout. */
+  async whenConnected(options: { signal?: AbortSignal | undefined; timeoutMs?: number | undefined } = {}): Promise<void> {
+    this.#throwIfClosed();
+    if (this.connected) return;
+    if (!this.#conn) throw new ConfigError('session', 'not started: call start() first');
+    const scope = waitScope('zk session connect', options);
+    const closed = this.#closed.signal;
+    try {
+      await raceSignal(
+        new Promise<void>((resolve, reject) => {
+          const onState = (): void => {
+            if (this.connected) done(resolve);
+          };
+          const onClose = (): void => done(() => reject(new ClosedError('zk session')));
+          const done = (f: () => void): void => {
+            this.off('state', onState);
+            closed.removeEventListener('abort', onClose);
+            f();
+          };
+          this.on('state', onState);
+          closed.addEventListener('abort', onClose, { once: true });
+        }),
+        scope.signal,
+      );
+    } finally {
+      scope.dispose();
+    }
+  }
+
+  /** Closes the client (its ephemeral nodes go at once), aborts every lease. Idempotent. */
+  async close(): Promise<void> {
+    if (this.#closed.signal.aborted) return;
+    this.#closed.abort(new ClosedError('zk session'));
+    this.#liveness.stop();
+    this.#endEpoch('closed', 'zk session closed');
+    this.#state = 'CLOSED';
+    const conn = this.#conn;
+    if (conn) {
+      conn.abort.abort(new ClosedError('zk session'));
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, 1000);
+        conn.client.once('disconnected', () => {
+          clearTimeout(t);
+          resolve();
+        });
+        conn.client.close();
+        if (!this.#connected) resolve();
+      });
+    }
+    this.#connected = false;
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  #throwIfClosed(): void {
+    if (this.#closed.signal.aborted) throw new ClosedError('zk session');
+  }
+
+  #newClient(): void {
+    const client = zookeeper.createClient(this.connectionString, {
+      sessionTimeout: this.#requestedTimeout,
+      spinDelay: this.#spinDelay,
+      retries: 0,
+    });
+    const abort = new AbortController();
+    const conn: LiveConn = { client, abort, connectedOnce: false, sessionId: '', signal: abort.signal };
+    this.#conn = conn;
+    client.on('state', (s) => this.#onClientState(conn, s));
+    client.connect();
+  }
+
+  #onClientState(conn: LiveConn, s: zookeeper.State): void {
+    if (conn !== this.#conn || this.#closed.signal.aborted) return;
+    if (s === State.SYNC_CONNECTED || s === State.CONNECTED_READ_ONLY) {
+      this.#connected = true;
+      const first = !conn.connectedOnce;
+      conn.connectedOnce = true;
+      conn.sessionId = conn.client.getSessionId().toString('hex');
+      if (s === State.CONNECTED_READ_ONLY) {
+        this.#endEpoch('suspended', 'zk session: read-only');
+        this.#emit('READ_ONLY');
+        return;
+      }
+      if (this.#epoch.signal.aborted) this.#epoch = new AbortController();
+      this.#liveness.start(conn.client.getSessionTimeout(), {
+        ping: () => zkExists(conn.client, '/'),
+        connected: () => this.#connected && conn === this.#conn,
+        onSilent: (silentMs) => {
+          this.log.debug({ silentMs: Math.round(silentMs) }, 'zk server silent: dropping the connection');
+          dropSocket(conn.client);
+        },
+        onDeadline: (lateMs) => {
+          if (conn !== this.#conn || this.#closed.signal.aborted) return;
+          this.log.info({ lateMs: Math.round(lateMs) }, 'zk local session deadline passed');
+          this.#endEpoch('deadline', 'zk session: local deadline passed (server silent too long)');
+          this.#lose('local deadline passed without server contact');
+        },
+      });
+      this.#emit(first ? 'CONNECTED' : 'RECONNECTED');
+    } else if (s === State.DISCONNECTED) {
+      if (!this.#connected) return;
+      this.#connected = false;
+      if (this.policy === 'standard') this.#endEpoch('suspended', 'zk session suspended (connection lost)');
+      this.#emit('SUSPENDED');
+    } else if (s === State.EXPIRED || s === State.AUTH_FAILED) {
+      this.#lose(s === State.EXPIRED ? 'session expired' : 'authentication failed');
+    }
+  }
+
+  #emit(state: ZkConnectionState): void {
+    this.#state = state;
+    this.log.info({ state, sessionId: this.#conn?.sessionId }, 'zk connection state');
+    this.emit('state', state);
+    this.emit(state);
+  }
+
+  #endEpoch(reason: LeaseLostReason, message: string): void {
+    if (!this.#epoch.signal.aborted) this.#epoch.abort(new LeaseLostError(reason, message));
+  }
+
+  /** The session is gone (or must be assumed gone): end it and start a new one. */
+  #lose(why: string): void {
+    const conn = this.#conn;
+    if (!conn || this.#closed.signal.aborted) return;
+    this.#liveness.stop();
+    this.#connected = false;
+    this.#endEpoch('session-lost', `zk session lost: ${why}`);
+    conn.abort.abort(new SessionExpiredError(`zk session ${conn.sessionId} lost: ${why}`));
+    this.#emit('LOST');
+    try {
+      conn.client.close();
+    } catch {
+      // already closed
+    }
+    if (!this.#closed.signal.aborted) this.#newClient();
+  }
+}
