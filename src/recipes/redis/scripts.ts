@@ -89,7 +89,8 @@ if (head == nil or head == me) and redis.call('EXISTS', KEYS[1]) == 0 then
     redis.call('INCRBY', KEYS[2], string.format('%.0f', nowUs))
   end
   local fence = redis.call('INCR', KEYS[2])
-  redis.call('SET', KEYS[1], me .. ':' .. fence .. ':' .. ARGV[6], 'NX', 'PX', ARGV[2])
+  local value = me .. ':' .. string.format('%.0f', fence) .. ':' .. ARGV[6]
+  redis.call('SET', KEYS[1], value, 'NX', 'PX', ARGV[2])
   redis.call('PUBLISH', ARGV[7], '')
   return {1, fence}
 end

@@ -32,6 +32,7 @@ export class InterProcessLock implements AsyncDisposable {
   readonly #guard: CloseGuard;
   #held: LeaseController | undefined;
   #busy = false;
+  #ourPath: string | undefined;
 
   /** @internal */
   constructor(session: ZkSession, path: string, driver: () => LockDriver, what: string, id: string) {
@@ -65,17 +66,31 @@ export class InterProcessLock implements AsyncDisposable {
     const scope = waitScope(`${this.#guard.what}: ${tryOnly ? 'tryAcquire' : 'acquire'}`, { signal: this.#guard.join(o.signal), timeoutMs: o.timeoutMs });
     try {
       const data = Buffer.from(this.id);
-      const held = tryOnly ? await this.#internals.acquire(this.#driver(), scope.signal, data, undefined, true) : await this.#internals.acquire(this.#driver(), scope.signal, data);
-      if (!held) return undefined;
+      const queued = (p: string): void => void (this.#ourPath = p);
+      const held = tryOnly ? await this.#internals.acquire(this.#driver(), scope.signal, data, queued, true) : await this.#internals.acquire(this.#driver(), scope.signal, data, queued);
+      if (!held) {
+        this.#ourPath = undefined;
+        return undefined;
+      }
       const ctl: LeaseController = this.#internals.lease(this.path, held, () => {
-        if (this.#held === ctl) this.#held = undefined;
+        if (this.#held !== ctl) return;
+        this.#held = undefined;
+        this.#ourPath = undefined;
       });
       this.#held = ctl;
       return ctl.lease;
+    } catch (e) {
+      this.#ourPath = undefined;
+      throw e;
     } finally {
       this.#busy = false;
       scope.dispose();
     }
+  }
+
+  /** Full path of this object's node, while it waits or holds. */
+  get ourPath(): string | undefined {
+    return this.#ourPath;
   }
 
   /** The held Lease, while this object holds the lock. */
