@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ZooKeeperServer } from '../../src/testing/index.js';
 import { AcquireTimeoutError, ClosedError, ConfigError } from '../../src/core/errors.js';
-import { whenAborted } from '../../src/core/abort.js';
 import { InterProcessReadWriteLock, InterProcessSemaphoreV2, type ZkSession } from '../../src/recipes/zk/index.js';
 import { children, eventually, expireSession, openSession, rawClient, T } from './helpers.js';
 
