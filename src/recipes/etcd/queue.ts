@@ -1,4 +1,7 @@
-import { CompareResult, CompareTarget, SortOrder, SortTarget, type ICompare, type IKeyValue, type IRequestOp, type ITxnResponse } from 'etcd3';
+import type { ICompare, IKeyValue, IRequestOp, ITxnResponse } from 'etcd3';
+import { etcd3 } from './peer.js';
+
+const { CompareResult, CompareTarget, SortOrder, SortTarget } = etcd3;
 import { LeaseController } from '../../core/lease.js';
 import { LeaseLostError, SessionExpiredError, TenureError } from '../../core/errors.js';
 import { prefixEnd, retryingTxn } from './kv.js';
