@@ -1,6 +1,7 @@
 import { randomFillSync } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { raceSignal, sleep, waitScope } from '../../core/abort.js';
+import { Backoff } from '../../core/backoff.js';
 import type { LeaderInfo } from '../../core/candidate.js';
 import type { Clock } from '../../core/clock.js';
 import { leaseTiming } from '../../core/deadline.js';
@@ -126,6 +127,8 @@ export class RedisLock implements AsyncDisposable {
     const token = newToken();
     let queued = false;
     let lease: Lease | undefined;
+    // The fallback poll (the release message usually comes first), jittered through the backoff policy.
+    let polls: Backoff | undefined;
     try {
       await raceSignal(this.#listener.ready(), signal);
       for (;;) {
@@ -153,7 +156,8 @@ export class RedisLock implements AsyncDisposable {
         }
         queued = true;
         const pttl = a.kind === 'held' && a.pttlMs > 0 ? a.pttlMs : this.#retryMaxMs;
-        const poll = Math.min(pttl, this.#retryMaxMs * (0.5 + Math.random() / 2));
+        polls ??= new Backoff({ initialMs: Math.max(1, this.#retryMaxMs / 2), maxMs: this.#retryMaxMs });
+        const poll = Math.min(pttl, polls.next());
         this.logger.debug({ pollMs: poll }, 'held elsewhere: waiting for release');
         await this.#listener.wait(token, seen, poll, signal);
       }
