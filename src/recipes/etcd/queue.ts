@@ -186,7 +186,16 @@ export class RevisionQueue {
    * when the caller aborted. With `tryOnly`, resolves undefined when anyone is ahead.
    */
   async acquire(value: Buffer, signal: AbortSignal, opts: { tryOnly?: boolean } = {}): Promise<{ slot: Slot; fence: bigint } | undefined> {
-    const epoch = await this.session.live(signal, this.what);
+    try {
+      return await this.#acquireOn(await this.session.live(signal, this.what), value, signal, opts);
+    } catch (e) {
+      // The lease was revoked before a keepalive could tell the session: it is lost; go again on a new one.
+      if (!(e instanceof SessionExpiredError && e.cause instanceof etcd3.EtcdLeaseInvalidError)) throw e;
+      return this.#acquireOn(await this.session.live(signal, this.what), value, signal, opts);
+    }
+  }
+
+  async #acquireOn(epoch: LeaseEpoch, value: Buffer, signal: AbortSignal, opts: { tryOnly?: boolean }): Promise<{ slot: Slot; fence: bigint } | undefined> {
     const key = `${this.name}/${epoch.leaseIdHex}`;
     const keyBuf = Buffer.from(key);
     const token = this.session.claimKey(key, this.what);
@@ -222,10 +231,11 @@ export class RevisionQueue {
       return { slot, fence };
     } catch (e) {
       watch?.stop();
+      if (e instanceof SessionExpiredError && e.cause instanceof etcd3.EtcdLeaseInvalidError) epoch.lose('expired', `etcd session: lease ${epoch.leaseId} was revoked`);
       if (slot) await this.#undo(slot);
       else this.session.freeKey(key, token);
       if (signal.aborted) throw signal.reason;
-      if (epoch.signal.aborted) throw this.session.expiredError(this.what, epoch);
+      if (epoch.signal.aborted && !(e instanceof SessionExpiredError && e.cause instanceof etcd3.EtcdLeaseInvalidError)) throw this.session.expiredError(this.what, epoch);
       if (watch?.gone.aborted) throw watch.gone.reason;
       throw e;
     }
