@@ -114,6 +114,7 @@ export class ReleaseListener {
     const sub = this.#sub;
     this.#sub = undefined;
     this.#ready = undefined;
-    if (sub) await sub.quit().catch(() => sub.disconnect());
+    // disconnect, not QUIT: a QUIT waits (in ioredis' offline queue) for a server that may be gone.
+    sub?.disconnect();
   }
 }

@@ -7,7 +7,7 @@ import { waitScope } from '../../core/abort.js';
 import { optionalClock, optionalLogger, type Logger, type WaitOptions } from '../../core/options.js';
 import { optionalEnum, optionalNumber, requireOptions } from '../../core/validate.js';
 import { Liveness } from './liveness.js';
-import { dropSocket, zkExists } from './ops.js';
+import { dropSocket, killClient, zkExists } from './ops.js';
 import { zookeeper } from './peer.js';
 
 const { State } = zookeeper;
@@ -255,6 +255,9 @@ export class ZkSession extends EventEmitter<ZkSessionEvents> implements AsyncDis
         conn.client.close();
         if (!this.#connected) resolve();
       });
+      // The client closes its socket when the server answers the close; a silent server never
+      // does, and a close that raced a reconnect keeps reconnecting (see killClient).
+      killClient(conn.client);
     }
     this.#connected = false;
   }
@@ -343,6 +346,7 @@ export class ZkSession extends EventEmitter<ZkSessionEvents> implements AsyncDis
     } catch {
       // already closed
     }
+    killClient(conn.client);
     if (!this.#closed.signal.aborted) this.#newClient();
   }
 }
