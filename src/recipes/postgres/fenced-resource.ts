@@ -8,6 +8,15 @@ import { ensureSchema } from './schema.js';
 import { requirePool } from './session-lock.js';
 import { requireFence, type FencedResource } from '../../core/fencing.js';
 
+export interface PostgresFencedResourceOptions {
+  /**
+   * Bound in ms on taking a connection and on each statement of the fence check: past it the
+   * write rejects with StoreUnavailableError (nothing commits). Your own statements are yours to
+   * bound. @default 5000
+   */
+  callTimeoutMs?: number;
+}
+
 /**
  * A {@link FencedResource} in Postgres: `write(fence, async (tx) => …)` runs your statements in
  * the same transaction as the guarded upsert of the resource's row in `tenure_fence`
@@ -25,12 +34,8 @@ export class PostgresFencedResource implements FencedResource<PoolClient> {
   readonly #pool: Pool;
   readonly #callTimeoutMs: number;
 
-  /**
-   * @param resource the resource's name (its row in `tenure_fence`).
-   * @param options.callTimeoutMs bound in ms on taking a connection and on the fence check:
-   *   StoreUnavailableError past it. Your own statements are yours to bound. @default 5000
-   */
-  constructor(pool: Pool, resource: string, options?: { callTimeoutMs?: number }) {
+  /** @param resource the resource's name (its row in `tenure_fence`). */
+  constructor(pool: Pool, resource: string, options?: PostgresFencedResourceOptions) {
     this.#pool = requirePool(pool);
     this.name = requireString('resource', resource, { maxLength: 1000 });
     this.#callTimeoutMs = optionalNumber('callTimeoutMs', requireOptions('options', options).callTimeoutMs, 5000, { integer: true, min: 1, max: 2 ** 31 - 1 });

@@ -35,7 +35,12 @@ const ready = new WeakMap<Pool, Promise<void>>();
  * Creates the schema once per pool, each phase within `callTimeoutMs` (default 10 s). Concurrent `CREATE … IF NOT EXISTS` can still collide in the
  * catalog, so creation runs under a reserved advisory lock.
  */
-export function ensureSchema(pool: Pool, options?: { callTimeoutMs?: number }): Promise<void> {
+export interface EnsureSchemaOptions {
+  /** Bound in ms on taking a connection and on the schema statements. @default 10000 */
+  callTimeoutMs?: number;
+}
+
+export function ensureSchema(pool: Pool, options?: EnsureSchemaOptions): Promise<void> {
   const ms = optionalNumber('callTimeoutMs', requireOptions('options', options).callTimeoutMs, 10_000, { integer: true, min: 1, max: 2 ** 31 - 1 });
   let p = ready.get(pool);
   if (!p) {

@@ -91,6 +91,15 @@ export class RedisFencedWrite {
   }
 }
 
+export interface RedisFencedResourceOptions {
+  /**
+   * Bound on each write in ms: past it the write rejects with StoreUnavailableError and its
+   * outcome is unknown (it may still apply, fence-checked, when the connection comes back).
+   * @default 5000
+   */
+  callTimeoutMs?: number;
+}
+
 /**
  * A {@link FencedResource} in Redis: the highest accepted fence lives in the hash at `key`
  * (field `fence`), and each write's data commands run in the same Lua script that checks it, so a
@@ -108,13 +117,8 @@ export class RedisFencedResource implements FencedResource<RedisFencedWrite> {
   readonly #redis: Redis;
   readonly #callTimeoutMs: number;
 
-  /**
-   * @param key the Redis key holding the fence (a hash), also the resource's name.
-   * @param options.callTimeoutMs bound on each write in ms: past it the write rejects with
-   *   StoreUnavailableError and its outcome is unknown (it may still apply, fence-checked, when
-   *   the connection comes back). @default 5000
-   */
-  constructor(redis: Redis, key: string, options?: { callTimeoutMs?: number }) {
+  /** @param key the Redis key holding the fence (a hash), also the resource's name. */
+  constructor(redis: Redis, key: string, options?: RedisFencedResourceOptions) {
     this.#redis = requireRedis(redis);
     this.name = requireString('key', key, { maxLength: 1024 });
     this.#callTimeoutMs = optionalNumber('callTimeoutMs', requireOptions('options', options).callTimeoutMs, 5000, { integer: true, min: 1, max: 2 ** 31 - 1 });
