@@ -13,6 +13,7 @@ export type TenureErrorCode =
   | 'SESSION_EXPIRED'
   | 'ACQUIRE_TIMEOUT'
   | 'CLOSED'
+  | 'PERMISSION_DENIED'
   | 'SERVER_START_FAILED';
 
 export interface TenureErrorOptions {
@@ -128,6 +129,20 @@ export class AcquireTimeoutError extends TenureError {
 export class ClosedError extends TenureError {
   constructor(what: string) {
     super(`${what} is closed`, 'CLOSED');
+  }
+}
+
+/**
+ * The store refused the operation for lack of privileges (auth failed, ACL, role). Not retried:
+ * the same credentials get the same answer. The message never carries credentials.
+ */
+export class PermissionDeniedError extends TenureError {
+  /** `etcd`, `zookeeper`, `redis` or `postgres`. */
+  readonly store: string;
+
+  constructor(store: string, message: string, options: TenureErrorOptions = {}) {
+    super(`${store}: permission denied: ${message}`, 'PERMISSION_DENIED', options);
+    this.store = store;
   }
 }
 

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
 import { LeaseCandidate } from '../../core/lease-candidate.js';
 import { optionalString, requireOptions } from '../../core/validate.js';
 import { RedisLock, type RedisLockOptions } from './lock.js';
+import type { RedisClient } from './scripts.js';
 
 export interface RedisElectionOptions extends RedisLockOptions {
   /** This participant's identity. @default a random UUID */
@@ -19,7 +19,7 @@ export class RedisElection extends LeaseCandidate {
   /** The election's name. */
   readonly name: string;
 
-  constructor(redis: Redis, name: string, options?: RedisElectionOptions) {
+  constructor(redis: RedisClient, name: string, options?: RedisElectionOptions) {
     const { id, ...lockOptions } = requireOptions('options', options);
     const lock = new RedisLock(redis, name, lockOptions);
     super(

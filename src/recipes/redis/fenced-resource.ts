@@ -1,7 +1,6 @@
-import type { Redis } from 'ioredis';
 import { ConfigError, StaleFenceError } from '../../core/errors.js';
 import { requireString } from '../../core/validate.js';
-import { runScript } from './scripts.js';
+import { mapRedisError, requireRedis, runScript, type RedisClient } from './scripts.js';
 import { requireFence, type FencedResource } from '../../core/fencing.js';
 
 /**
@@ -92,13 +91,11 @@ export class RedisFencedWrite {
  */
 export class RedisFencedResource implements FencedResource<RedisFencedWrite> {
   readonly name: string;
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
 
   /** @param key the Redis key holding the fence (a hash), also the resource's name. */
-  constructor(redis: Redis, key: string) {
-    if (!redis || typeof (redis as { evalsha?: unknown }).evalsha !== 'function') {
-      throw new ConfigError('redis', 'must be an ioredis client');
-    }
+  constructor(redis: RedisClient, key: string) {
+    requireRedis(redis);
     this.name = requireString('key', key, { maxLength: 1000 });
     this.#redis = redis;
   }
@@ -115,7 +112,7 @@ export class RedisFencedResource implements FencedResource<RedisFencedWrite> {
   }
 
   async highestFence(): Promise<bigint> {
-    const v = await this.#redis.hget(this.name, 'fence');
+    const v = await this.#redis.hget(this.name, 'fence').catch((e: unknown) => Promise.reject(mapRedisError(e)));
     return v === null ? 0n : BigInt(v);
   }
 }

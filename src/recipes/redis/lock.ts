@@ -1,5 +1,4 @@
 import { randomFillSync } from 'node:crypto';
-import type { Redis } from 'ioredis';
 import { pino, type Logger } from 'pino';
 import { raceSignal, sleep, waitScope } from '../../core/abort.js';
 import { monotonicClock, type Clock } from '../../core/clock.js';
@@ -8,7 +7,7 @@ import { LeaseController, type Lease } from '../../core/lease.js';
 import { optionalNumber, requireOptions } from '../../core/validate.js';
 import { lockKeys, validateLockName, validatePrefix, type LockKeys } from './keys.js';
 import { ReleaseListener } from './release-listener.js';
-import { ACQUIRE, LEAVE_QUEUE, RELEASE, runScript } from './scripts.js';
+import { ACQUIRE, LEAVE_QUEUE, RELEASE, mapRedisError, requireRedis, runScript, type RedisClient } from './scripts.js';
 import { RenewWatchdog } from './watchdog.js';
 
 export interface RedisLockOptions {
@@ -74,7 +73,7 @@ type Attempt = { kind: 'acquired'; lease: Lease } | { kind: 'held'; pttlMs: numb
 export class RedisLock implements AsyncDisposable {
   readonly name: string;
   readonly ttlMs: number;
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #keys: LockKeys;
   readonly #marginMs: number;
   readonly #guardMs: number;
@@ -86,10 +85,8 @@ export class RedisLock implements AsyncDisposable {
   readonly #held = new Set<LeaseController>();
   #closed = false;
 
-  constructor(redis: Redis, name: string, options?: RedisLockOptions) {
-    if (!redis || typeof (redis as { evalsha?: unknown }).evalsha !== 'function') {
-      throw new ConfigError('redis', 'must be an ioredis client');
-    }
+  constructor(redis: RedisClient, name: string, options?: RedisLockOptions) {
+    requireRedis(redis);
     this.name = validateLockName('name', name);
     const o = requireOptions('options', options);
     this.ttlMs = optionalNumber('ttlMs', o.ttlMs, 10_000, { integer: true, min: 30, max: 2 ** 31 - 1 });
@@ -126,7 +123,7 @@ export class RedisLock implements AsyncDisposable {
     let queued = false;
     let lease: Lease | undefined;
     try {
-      await raceSignal(this.#listener.ready(), signal);
+      await raceSignal(this.#listener.ready(), signal).catch((e: unknown) => Promise.reject(mapRedisError(e)));
       for (;;) {
         signal?.throwIfAborted();
         const seen = this.#listener.seen(token);

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import type { RedisClient } from './scripts.js';
 
 /**
  * Wakes waiting acquires when the holder releases. The release script publishes, on the name's
@@ -8,9 +9,9 @@ import type { Redis } from 'ioredis';
  * lost in a reconnect, or addressed to a waiter that died, only costs the poll interval.
  */
 export class ReleaseListener {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #channel: string;
-  #sub: Redis | undefined;
+  #sub: RedisClient | undefined;
   #ready: Promise<void> | undefined;
   /** Pending waits: token → wake functions. */
   readonly #waiters = new Map<string, Set<() => void>>();
@@ -19,7 +20,7 @@ export class ReleaseListener {
   /** Messages addressed to a token with a wait in progress (removed by `forget`). */
   readonly #addressed = new Map<string, number>();
 
-  constructor(redis: Redis, channel: string) {
+  constructor(redis: RedisClient, channel: string) {
     this.#redis = redis;
     this.#channel = channel;
   }
@@ -27,7 +28,7 @@ export class ReleaseListener {
   /** Subscribes (once). Await before trying to acquire, so no release is missed in between. */
   ready(): Promise<void> {
     if (!this.#ready) {
-      const sub = this.#redis.duplicate();
+      const sub = (this.#redis as Redis).duplicate() as RedisClient;
       this.#sub = sub;
       sub.on('error', () => undefined); // reconnects on its own; polling covers the gap
       sub.on('message', (channel: string, to: string) => {

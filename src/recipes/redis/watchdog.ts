@@ -1,10 +1,9 @@
-import type { Redis } from 'ioredis';
 import type { Clock } from '../../core/clock.js';
 import { LeaseLostError, type LeaseLostReason } from '../../core/errors.js';
-import { RENEW, runScript } from './scripts.js';
+import { RENEW, runScript, type RedisClient } from './scripts.js';
 
 export interface WatchdogInit {
-  redis: Redis;
+  redis: RedisClient;
   name: string;
   lockKey: string;
   token: string;
