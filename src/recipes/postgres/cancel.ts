@@ -1,15 +1,61 @@
-import type { Pool, PoolClient } from 'pg';
+import { connect } from 'node:net';
+import type { PoolClient } from 'pg';
+
+/** Postgres' CancelRequest code (protocol 3: 1234 << 16 | 5678). */
+const CANCEL_REQUEST = 80877102;
+/** How long a cancel may take before the wait is abandoned without it. */
+const CANCEL_MS = 2000;
+
+interface Keyed {
+  processID?: number | null;
+  secretKey?: number | null;
+  host?: string;
+  port?: number;
+}
+
+/**
+ * Sends the protocol's CancelRequest for `client`'s running query on a fresh socket, and resolves
+ * when the server has read it (it closes the socket) or after {@link CANCEL_MS}. Never rejects.
+ *
+ * Why the protocol and not `pg_cancel_backend(pid)`: behind PgBouncer `client.processID` is
+ * PgBouncer's own key, not a backend's pid, so `pg_cancel_backend` hit nothing and the abandoned
+ * wait stayed queued at the server; PgBouncer forwards a CancelRequest to the backend that runs
+ * the client's query. It also needs no privilege (`pg_cancel_backend` needs the same role or
+ * `pg_signal_backend`).
+ */
+export function cancelQuery(client: PoolClient): Promise<void> {
+  const k = client as unknown as Keyed;
+  const { host, port } = k;
+  if (typeof k.processID !== 'number' || typeof k.secretKey !== 'number' || host === undefined || port === undefined) return Promise.resolve();
+  const packet = Buffer.alloc(16);
+  packet.writeInt32BE(16, 0);
+  packet.writeInt32BE(CANCEL_REQUEST, 4);
+  packet.writeInt32BE(k.processID, 8);
+  packet.writeInt32BE(k.secretKey, 12);
+  return new Promise<void>((resolve) => {
+    const sock = host.startsWith('/') ? connect(`${host}/.s.PGSQL.${port}`) : connect({ host, port });
+    const done = (): void => {
+      clearTimeout(timer);
+      sock.destroy();
+      resolve();
+    };
+    const timer = setTimeout(done, CANCEL_MS);
+    sock.once('connect', () => sock.end(packet));
+    sock.once('close', done);
+    sock.once('error', done);
+  });
+}
 
 /**
  * Ends a connection that is waiting for a lock. Closing the socket alone is not enough: a backend
  * blocked in a lock wait does not notice its client left until it is granted the lock (unless
  * `client_connection_check_interval` is set), so it would sit in the queue and briefly take the
- * lock. So: destroy the client (which frees its pool slot), then cancel the backend by pid from
- * the pool, and wait for that. Best effort; never throws.
+ * lock. So: cancel the running query on the real backend first (while the connection still
+ * routes there: PgBouncer forwards a cancel only for a linked client), then destroy the client,
+ * which frees its pool slot and ends whatever the cancel did not. Best effort; never throws.
  */
-export async function abandonWait(pool: Pool, client: PoolClient, release: (err: Error) => void): Promise<void> {
-  const pid = (client as PoolClient & { processID?: number | null }).processID;
+export async function abandonWait(client: PoolClient, release: (err: Error) => void): Promise<void> {
   client.on('error', () => undefined);
+  await cancelQuery(client);
   release(new Error('lock wait abandoned'));
-  if (typeof pid === 'number') await pool.query('SELECT pg_cancel_backend($1)', [pid]).catch(() => undefined);
 }

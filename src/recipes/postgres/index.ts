@@ -7,5 +7,5 @@ export { PgSessionLock, type PgLockOptions, type PgAcquireOptions } from './sess
 export { PgSession, type PgSessionOptions } from './session.js';
 export { PgElection, type PgElectionOptions } from './election.js';
 export { advisoryKey, DEFAULT_NAMESPACE, type AdvisoryKey } from './keys.js';
-export { ensureSchema, SCHEMA_SQL } from './schema.js';
+export { ensureSchema, SCHEMA_SQL, GRANTS_SQL } from './schema.js';
 export { PostgresFencedResource } from './fenced-resource.js';

@@ -1,5 +1,6 @@
 import type { Pool } from 'pg';
 import { SCHEMA_LOCK, keyArgs } from './keys.js';
+import { mapPgError } from './errors.js';
 
 /**
  * tenure's schema, created idempotently on first use (or run `SCHEMA_SQL` as a migration):
@@ -9,6 +10,9 @@ import { SCHEMA_LOCK, keyArgs } from './keys.js';
  *   zombie can never share a fence with its successor. Fences are strictly increasing in
  *   acquisition order for every name (each is taken after the lock is granted), not dense.
  * - `tenure_fence`: the highest fence each PostgresFencedResource has accepted.
+ *
+ * For a role without CREATE, run `SCHEMA_SQL` once as an owner and grant (see {@link GRANTS_SQL});
+ * ensureSchema then only checks that both exist.
  */
 export const SCHEMA_SQL = `
 CREATE SEQUENCE IF NOT EXISTS tenure_fence_seq AS bigint;
@@ -16,6 +20,15 @@ CREATE TABLE IF NOT EXISTS tenure_fence (
   resource text PRIMARY KEY,
   fence bigint NOT NULL CHECK (fence >= 0)
 );`;
+
+/**
+ * The least privileges of every Postgres recipe and PostgresFencedResource, for a role `app`
+ * (replace the name): nextval on the fence sequence, and read/insert/update of the fence table.
+ * Advisory locks and cancelling one's own waits need no grant.
+ */
+export const GRANTS_SQL = (role: string): string => `
+GRANT USAGE ON SEQUENCE tenure_fence_seq TO ${role};
+GRANT SELECT, INSERT, UPDATE ON tenure_fence TO ${role};`;
 
 const ready = new WeakMap<Pool, Promise<void>>();
 
@@ -27,13 +40,20 @@ export function ensureSchema(pool: Pool): Promise<void> {
   let p = ready.get(pool);
   if (!p) {
     p = (async () => {
-      const client = await pool.connect();
+      const client = await pool.connect().catch((e: unknown) => Promise.reject(mapPgError(e)));
       try {
+        // A role without CREATE on the schema (PG 15's default for public) may still use a schema
+        // an owner made: `CREATE … IF NOT EXISTS` checks the CREATE privilege before existence.
+        const have = await client.query("SELECT to_regclass('tenure_fence_seq') IS NOT NULL AND to_regclass('tenure_fence') IS NOT NULL AS ok");
+        if (have.rows[0]?.ok === true) {
+          client.release();
+          return;
+        }
         await client.query(`BEGIN; SELECT pg_advisory_xact_lock(${keyArgs(SCHEMA_LOCK)}); ${SCHEMA_SQL} COMMIT;`);
         client.release();
       } catch (e) {
         client.release(e instanceof Error ? e : true);
-        throw e;
+        throw mapPgError(e);
       }
     })();
     ready.set(pool, p);

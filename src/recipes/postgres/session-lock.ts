@@ -1,4 +1,5 @@
-import type { Pool } from 'pg';
+import type { Pool, QueryResult } from 'pg';
+import { mapPgError } from './errors.js';
 import { raceSignal, waitScope } from '../../core/abort.js';
 import { monotonicClock } from '../../core/clock.js';
 import { ConfigError } from '../../core/errors.js';
@@ -19,6 +20,12 @@ export interface PgAcquireOptions {
   timeoutMs?: number;
 }
 
+/** The rows of the last statement of a multi-statement simple query. */
+export function lastRows(r: QueryResult | QueryResult[]): Record<string, unknown>[] {
+  const last = Array.isArray(r) ? r[r.length - 1] : r;
+  return (last?.rows ?? []) as Record<string, unknown>[];
+}
+
 export function requirePool(pool: unknown): Pool {
   if (!pool || typeof (pool as Pool).connect !== 'function' || typeof (pool as Pool).query !== 'function') {
     throw new ConfigError('pool', 'must be a pg Pool');
@@ -37,16 +44,8 @@ export function sessionLease(session: PgSession, name: string, k: AdvisoryKey, f
     fence,
     parent: session.signal,
     deadline: () => session.deadline,
-    release: async () => {
-      if (session.signal.aborted) return session.close(true);
-      let unlocked = false;
-      try {
-        const r = await session.query(`SELECT pg_advisory_unlock(${keyArgs(k)}) AS ok`);
-        unlocked = r.rows[0]?.ok === true;
-      } finally {
-        await session.close(!unlocked);
-      }
-    },
+    // The lock is the transaction's: the rollback in close() releases it (see session.ts).
+    release: () => session.close(session.signal.aborted),
   });
   return controller.lease;
 }
@@ -90,14 +89,14 @@ export class PgSessionLock {
       session = await raceSignal(PgSession.open(this.#pool, this.#opts), scope.signal);
       const s = session;
       const sentAt = monotonicClock.now();
-      const q = s.query(`SELECT pg_advisory_lock(${keyArgs(this.#key)}), nextval('tenure_fence_seq')::text AS fence`);
+      const q = s.query(s.lockSql(`SELECT pg_advisory_xact_lock(${keyArgs(this.#key)}), nextval('tenure_fence_seq')::text AS fence`));
       const r = await raceSignal(q, scope.signal).catch(async (e: unknown) => {
         q.catch(() => undefined);
-        if (scope.signal.aborted) await s.abandon(this.#pool);
-        throw e;
+        if (scope.signal.aborted) await s.abandon();
+        throw mapPgError(e);
       });
       s.startHeartbeat(sentAt);
-      return sessionLease(s, this.name, this.#key, BigInt(r.rows[0].fence as string));
+      return sessionLease(s, this.name, this.#key, BigInt(lastRows(r)[0]!.fence as string));
     } catch (e) {
       await session?.close(true);
       throw e;
@@ -112,10 +111,10 @@ export class PgSessionLock {
     const s = await PgSession.open(this.#pool, this.#opts);
     try {
       const sentAt = monotonicClock.now();
-      const r = await s.query(
-        `SELECT CASE WHEN pg_try_advisory_lock(${keyArgs(this.#key)}) THEN nextval('tenure_fence_seq')::text END AS fence`,
-      );
-      const fence = r.rows[0]?.fence as string | null;
+      const r = await s
+        .query(s.lockSql(`SELECT CASE WHEN pg_try_advisory_xact_lock(${keyArgs(this.#key)}) THEN nextval('tenure_fence_seq')::text END AS fence`))
+        .catch((e: unknown) => Promise.reject(mapPgError(e)));
+      const fence = lastRows(r)[0]?.fence as string | null;
       if (fence === null || fence === undefined) {
         await s.close();
         return undefined;

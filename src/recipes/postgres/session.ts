@@ -3,14 +3,16 @@ import { monotonicClock, type Clock } from '../../core/clock.js';
 import { ConfigError, LeaseLostError, type LeaseLostReason } from '../../core/errors.js';
 import { optionalNumber, requireOptions } from '../../core/validate.js';
 import { abandonWait } from './cancel.js';
+import { mapPgError } from './errors.js';
 
 export interface PgSessionOptions {
   /**
-   * Makes the connection a lease the server enforces: the session sets `idle_session_timeout` to
-   * `leaseMs` and runs a heartbeat every `leaseMs / 3`, so a holder that stops (SIGSTOP, a GC
-   * pause, a partition) has its connection — and every lock on it — ended by Postgres after
-   * `leaseMs`, while its own signal aborts at the local deadline (send time of the last
-   * acknowledged heartbeat + `leaseMs` − `safetyMarginMs`) before that. Needs Postgres ≥ 14.
+   * Makes the connection a lease the server enforces: the lock's transaction sets
+   * `idle_in_transaction_session_timeout` to `leaseMs` and the session runs a heartbeat every
+   * `leaseMs / 3`, so a holder that stops (SIGSTOP, a GC pause, a partition) has its connection —
+   * and its lock — ended by Postgres after `leaseMs`, while its own signal aborts at the local
+   * deadline (send time of the last acknowledged heartbeat + `leaseMs` − `safetyMarginMs`) before
+   * that.
    * @default undefined: no heartbeat; the lease lasts as long as the connection
    */
   leaseMs?: number;
@@ -39,6 +41,18 @@ export function sessionOptions(o: PgSessionOptions): PgSessionOptions {
  * out of the pool for the session's life, so pool churn never touches it; `signal` aborts when
  * the connection errors or ends (or, with `leaseMs`, when a heartbeat fails or is late), and the
  * connection is then destroyed, never returned to the pool while it may hold a lock.
+ *
+ * The lock is held in a transaction the session keeps open ({@link PgSession.lockSql}), with an
+ * xact-level advisory lock, not a session-level one. Why: behind a transaction pooler
+ * (PgBouncer `pool_mode = transaction`) a server connection is the client's only while a
+ * transaction is open. A session-level lock stayed on a server connection that the pooler then
+ * handed to other clients: one of them was granted the same lock at once (advisory locks are
+ * re-entrant per backend: two holders), and the holder's `pg_advisory_unlock` ran on another
+ * backend (the lock leaked until the pooler retired that connection). An open transaction pins
+ * the backend for the lease's life in every pool mode, and its end (ROLLBACK, or the connection
+ * dying) is the lock's end. Hazard: the transaction may hold back vacuum's horizon while the lock
+ * is held (`nextval` assigns a transaction id once in 32 calls); keep session locks for leases,
+ * not for days.
  */
 export class PgSession {
   readonly client: PoolClient;
@@ -60,20 +74,20 @@ export class PgSession {
     client.on('end', this.#onEnd);
   }
 
-  /** Pins a client from `pool`; with `leaseMs`, arms the server-side timeout. */
+  /** Pins a client from `pool`. */
   static async open(pool: Pool, options?: PgSessionOptions): Promise<PgSession> {
     const opts = sessionOptions(requireOptions('options', options));
-    const client = await pool.connect();
-    const s = new PgSession(client, opts);
-    if (opts.leaseMs !== undefined) {
-      try {
-        await client.query(`SET idle_session_timeout = ${opts.leaseMs | 0}`);
-      } catch (e) {
-        await s.close(true);
-        throw e;
-      }
-    }
-    return s;
+    const client = await pool.connect().catch((e: unknown) => Promise.reject(mapPgError(e)));
+    return new PgSession(client, opts);
+  }
+
+  /**
+   * The statements that open the lock's transaction and run `take` in it (with `leaseMs`, the
+   * server-side idle timeout first). Send as one simple query; the last result is `take`'s.
+   */
+  lockSql(take: string): string {
+    const idle = this.#opts.leaseMs === undefined ? '' : `SET LOCAL idle_in_transaction_session_timeout = ${this.#opts.leaseMs | 0}; `;
+    return `BEGIN; ${idle}${take}`;
   }
 
   get signal(): AbortSignal {
@@ -155,22 +169,21 @@ export class PgSession {
   }
 
   /** Ends a session whose connection is waiting for a lock (see cancel.ts). */
-  async abandon(pool: Pool): Promise<void> {
+  async abandon(): Promise<void> {
     this.#stopTimers();
     if (!this.#abort.signal.aborted) this.#abort.abort(new LeaseLostError('closed', 'postgres session abandoned'));
-    await abandonWait(pool, this.client, () => this.#return(true));
+    await abandonWait(this.client, () => this.#return(true));
   }
 
   /**
-   * Ends the session. With `destroy` (or when it was lost) the connection is closed; otherwise it
-   * is reset and returned to the pool — call only once every lock on it is unlocked.
+   * Ends the session: rolls back the lock's transaction (which releases its lock) and returns the
+   * connection to the pool. With `destroy`, when it was lost, or when the rollback fails, the
+   * connection is closed instead, which ends the transaction at the server too.
    */
   async close(destroy = false): Promise<void> {
     this.#stopTimers();
     if (!this.#abort.signal.aborted) {
-      if (!destroy && this.#opts.leaseMs !== undefined) {
-        await this.client.query('RESET idle_session_timeout').catch(() => (destroy = true));
-      }
+      if (!destroy) await this.client.query('ROLLBACK').catch(() => (destroy = true));
       this.#abort.abort(new LeaseLostError('closed', 'postgres session closed'));
     }
     this.#return(destroy);

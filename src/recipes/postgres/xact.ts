@@ -4,6 +4,7 @@ import { LeaseController, type Lease } from '../../core/lease.js';
 import { optionalNumber, optionalSignal, requireFunction, requireOptions } from '../../core/validate.js';
 import { advisoryKey, keyArgs, validateName, validateNamespace, DEFAULT_NAMESPACE } from './keys.js';
 import { abandonWait } from './cancel.js';
+import { mapPgError } from './errors.js';
 import { ensureSchema } from './schema.js';
 import { requirePool } from './session-lock.js';
 
@@ -55,7 +56,7 @@ async function run<T>(pool: Pool, p: Prepared, mode: 'wait' | 'try', fn: (ctx: X
   const { o } = p;
   o.signal?.throwIfAborted();
   await ensureSchema(pool);
-  const client = await pool.connect();
+  const client = await pool.connect().catch((e: unknown) => Promise.reject(mapPgError(e)));
   let destroy: Error | undefined;
   let returned = false;
   const giveBack = (err?: Error): void => {
@@ -73,7 +74,7 @@ async function run<T>(pool: Pool, p: Prepared, mode: 'wait' | 'try', fn: (ctx: X
   const onAbort = (): void => {
     if (controller) return; // holding: the caller's signal does not end a transaction
     destroy = new Error('acquire aborted');
-    abandoned = abandonWait(pool, client, giveBack);
+    abandoned = abandonWait(client, giveBack);
   };
   client.on('error', onError);
   client.on('end', onEnd);
@@ -100,7 +101,12 @@ async function run<T>(pool: Pool, p: Prepared, mode: 'wait' | 'try', fn: (ctx: X
       if ((e as { code?: string }).code === '55P03' && o.timeoutMs !== undefined) {
         throw new AcquireTimeoutError(o.timeoutMs, `postgres xact lock '${p.name}'`);
       }
-      throw e;
+      throw mapPgError(e);
+    }
+    if (o.signal?.aborted) {
+      // Granted just before the cancel arrived: the abandoning destroy rolls it back.
+      await abandoned;
+      throw o.signal.reason;
     }
     const last = Array.isArray(results) ? results[results.length - 1] : results;
     const fence = last?.rows[0]?.fence as string | null | undefined;
