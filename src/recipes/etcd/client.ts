@@ -1,5 +1,5 @@
-import { Etcd3, isRecoverableError, type IOptions } from 'etcd3';
-import { ConfigError } from '../../core/errors.js';
+import { Etcd3, EtcdAuthenticationFailedError, EtcdPermissionDeniedError, EtcdRoleNotGrantedError, isRecoverableError, type IOptions } from 'etcd3';
+import { ConfigError, PermissionDeniedError } from '../../core/errors.js';
 import { optionalNumber, requireOptions } from '../../core/validate.js';
 
 /**
@@ -82,6 +82,22 @@ export function createEtcdClient(options: EtcdClientOptions): Etcd3 {
     },
     faultHandling: { host: passThrough, global: retrying(maxAttempts, retryDelayMs), watchBackoff: watchBackoff() },
   });
+}
+
+/** etcd's refusals for missing rights; the client raises some as plain gRPC errors. */
+const DENIED = /etcdserver: (permission denied|authentication failed|user name (is )?empty|role is not granted|invalid auth token)/i;
+
+/**
+ * etcd's answer for missing rights (a role without the key range, a wrong password) as a
+ * {@link PermissionDeniedError}; any other error as it is. Such an error can never succeed on
+ * retry: before this, the queue retried it as a transport error until the caller's timeout (an
+ * endless wait without one). etcd's message names the user or the refusal, never a password.
+ */
+export function mapEtcdError(e: unknown): unknown {
+  if (e instanceof PermissionDeniedError) return e;
+  const known = e instanceof EtcdPermissionDeniedError || e instanceof EtcdAuthenticationFailedError || e instanceof EtcdRoleNotGrantedError;
+  if (!known && !(e instanceof Error && DENIED.test(e.message))) return e;
+  return new PermissionDeniedError('etcd', (e as Error).message.replace(/^\d+ [A-Z_]+: /, ''), { cause: e });
 }
 
 /**

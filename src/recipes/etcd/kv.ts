@@ -1,7 +1,7 @@
 import type { ITxnRequest, ITxnResponse } from 'etcd3';
 import { sleep } from '../../core/abort.js';
 import { TenureError } from '../../core/errors.js';
-import { callWithin } from './client.js';
+import { callWithin, mapEtcdError } from './client.js';
 import type { EtcdSession } from './session.js';
 
 /**
@@ -34,7 +34,8 @@ export async function retryingTxn(session: EtcdSession, req: ITxnRequest, signal
     signal.throwIfAborted();
     try {
       return await session.client.kv.txn(req, callWithin(ATTEMPT_MS));
-    } catch (e) {
+    } catch (err) {
+      const e = mapEtcdError(err);
       if (!transient(e, signal)) throw e;
       session.logger.debug({ err: e }, `${what}: etcd call failed; retrying`);
       await sleep(Math.min(500, 50 * 2 ** Math.min(attempt, 4)), signal);

@@ -1,7 +1,7 @@
 import { SortOrder, SortTarget, type IKeyValue } from 'etcd3';
 import { sleep } from '../../core/abort.js';
 import { TenureError } from '../../core/errors.js';
-import { callWithin } from './client.js';
+import { callWithin, mapEtcdError } from './client.js';
 import { prefixEnd } from './kv.js';
 import { refuseNested } from './names.js';
 import type { EtcdSession } from './session.js';
@@ -46,10 +46,9 @@ async function claimRevision(client: Etcd3, kv: IKeyValue): Promise<bigint | und
 
 /** The head of the queue under `prefix` at one revision. */
 export async function readLeader(client: Etcd3, prefix: Buffer): Promise<{ leader: LeaderInfo | undefined; revision: bigint }> {
-  const res = await client.kv.range(
-    { key: prefix, range_end: prefixEnd(prefix), sort_order: SortOrder.Ascend, sort_target: SortTarget.Create, limit: 1 },
-    callWithin(5000),
-  );
+  const res = await client.kv
+    .range({ key: prefix, range_end: prefixEnd(prefix), sort_order: SortOrder.Ascend, sort_target: SortTarget.Create, limit: 1 }, callWithin(5000))
+    .catch((e: unknown) => Promise.reject(mapEtcdError(e)));
   const kv = res.kvs[0];
   const revision = BigInt(res.header.revision);
   if (!kv) return { leader: undefined, revision };

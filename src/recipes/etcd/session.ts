@@ -3,7 +3,7 @@ import { pino, type Logger } from 'pino';
 import { monotonicClock, type Clock } from '../../core/clock.js';
 import { ClosedError, ConfigError, LeaseLostError, SessionExpiredError, TenureError, type LeaseLostReason } from '../../core/errors.js';
 import { optionalNumber, requireOptions } from '../../core/validate.js';
-import { callWithin, createEtcdClient } from './client.js';
+import { callWithin, createEtcdClient, mapEtcdError } from './client.js';
 import { KeepAliveLoop } from './keepalive.js';
 
 export interface EtcdSessionOptions {
@@ -74,7 +74,7 @@ export class EtcdSession implements AsyncDisposable {
       await session.#begin(requireOptions('options', options).leaseId);
     } catch (e) {
       session.#shutdown();
-      throw e;
+      throw mapEtcdError(e);
     }
     return session;
   }
