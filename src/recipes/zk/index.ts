@@ -6,6 +6,7 @@ export { ZkSession, type ZkSessionOptions, type ZkSessionEvents, type ZkConnecti
 export { InterProcessMutex, ReentrantZkLock, type AcquireOptions } from './mutex.js';
 export { LeaderLatch, type LeaderLatchOptions, type LeaderLatchEvents, type Participant, type CloseMode } from './latch.js';
 export { validatePath } from './paths.js';
+export { digestAcl, type ZkAcl, type ZkAuthInfo } from './acl.js';
 export type { LockDriver, DriverVerdict } from './drivers.js';
 export { InterProcessSemaphoreV2 } from './semaphore.js';
 export { InterProcessReadWriteLock } from './rwlock.js';

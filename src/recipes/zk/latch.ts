@@ -1,7 +1,7 @@
 import { EventEmitter } from 'eventemitter3';
 import { raceSignal, sleep, waitScope, whenAborted } from '../../core/abort.js';
 import type { Candidate } from '../../core/candidate.js';
-import { ConfigError, type LeaseLostError } from '../../core/errors.js';
+import { ConfigError, PermissionDeniedError, type LeaseLostError } from '../../core/errors.js';
 import type { Lease, LeaseController } from '../../core/lease.js';
 import { optionalEnum, optionalString, requireOptions } from '../../core/validate.js';
 import { StandardLockDriver } from './drivers.js';
@@ -58,6 +58,8 @@ export class LeaderLatch extends EventEmitter<LeaderLatchEvents> implements Cand
   #ourPath: string | undefined;
   #loop: Promise<void> | undefined;
   #silentClose = false;
+  /** Aborts (reason PermissionDeniedError) when the latch's ACL refuses this session. */
+  readonly #denied = new AbortController();
 
   constructor(session: ZkSession, path: string, options?: LeaderLatchOptions) {
     super();
@@ -101,7 +103,9 @@ export class LeaderLatch extends EventEmitter<LeaderLatchEvents> implements Cand
   /** Resolves with the term once leading (at once if leading now). */
   async await(options: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<Lease> {
     this.#guard.throwIfClosed();
-    const scope = waitScope(`${this.#guard.what}: await`, { signal: this.#guard.join(options.signal), timeoutMs: options.timeoutMs });
+    this.#denied.signal.throwIfAborted();
+    const joined = this.#guard.join(options.signal);
+    const scope = waitScope(`${this.#guard.what}: await`, { signal: AbortSignal.any([joined, this.#denied.signal]), timeoutMs: options.timeoutMs });
     try {
       for (;;) {
         const t = this.term;
@@ -168,6 +172,11 @@ export class LeaderLatch extends EventEmitter<LeaderLatchEvents> implements Cand
       } catch (e) {
         if (stop.aborted || this.#session.closed) break;
         this.emit('error', e);
+        if (e instanceof PermissionDeniedError) {
+          // The same credentials get the same answer: stop, and let waiters hear why.
+          this.#denied.abort(e);
+          break;
+        }
         await sleep(200, stop).catch(() => undefined);
       }
     }

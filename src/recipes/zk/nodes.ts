@@ -2,6 +2,7 @@ import zookeeper, { type Stat } from 'node-zookeeper-client';
 import { SessionExpiredError } from '../../core/errors.js';
 import { isConnectionLoss, isNoNode, dropWatcher, zkCreateEphemeralSequential, zkExists, zkGetChildren, zkMkdirp, zkRemove } from './ops.js';
 import { joinPath, protectedPrefix } from './paths.js';
+import { mapZkError } from './acl.js';
 import type { ZkConn, ZkSession } from './session.js';
 
 /**
@@ -45,7 +46,7 @@ export async function retrying<T>(session: ZkSession, conn: ZkConn, signal: Abor
     try {
       return await raceSignals(op(), signal, conn.signal);
     } catch (e) {
-      if (!isConnectionLoss(e)) throw e;
+      if (!isConnectionLoss(e)) throw mapZkError(e);
       await session.whenConnected({ signal: signal ? AbortSignal.any([signal, conn.signal]) : conn.signal });
       if (session.conn() !== conn) throw new SessionExpiredError('zk session changed during a call');
     }
@@ -73,17 +74,17 @@ export async function createProtected(session: ZkSession, conn: ZkConn, base: st
       }
     }
     try {
-      return await zkCreateEphemeralSequential(conn.client, joinPath(base, prefix + lockName), data);
+      return await zkCreateEphemeralSequential(conn.client, joinPath(base, prefix + lockName), data, session.acl);
     } catch (e) {
       if (isNoNode(e)) {
-        await retrying(session, conn, signal, () => zkMkdirp(conn.client, base));
+        await retrying(session, conn, signal, () => zkMkdirp(conn.client, base, session.acl));
         maybeCreated = false;
       } else if (isConnectionLoss(e)) {
         maybeCreated = true;
         await session.whenConnected({ signal: signal ? AbortSignal.any([signal, conn.signal]) : conn.signal });
         if (session.conn() !== conn) throw new SessionExpiredError('zk session changed during a create');
       } else {
-        throw e;
+        throw mapZkError(e, base);
       }
     }
   }

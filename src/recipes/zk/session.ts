@@ -7,6 +7,7 @@ import { raceSignal, waitScope } from '../../core/abort.js';
 import { optionalEnum, optionalNumber, requireOptions, requireString } from '../../core/validate.js';
 import { Liveness } from './liveness.js';
 import { dropSocket, zkExists } from './ops.js';
+import { validateAcl, validateAuthInfo, type ZkAcl, type ZkAuthInfo } from './acl.js';
 
 const { State } = zookeeper;
 
@@ -39,6 +40,16 @@ export interface ZkSessionOptions {
   logger?: Logger;
   /** @default monotonicClock */
   clock?: Clock;
+  /**
+   * Credentials the session presents on every connection, e.g.
+   * `[{ scheme: 'digest', auth: 'user:password' }]`. Never logged.
+   */
+  authInfo?: ZkAuthInfo[];
+  /**
+   * The ACL of every node tenure's recipes create on this session (Curator's ACLProvider), e.g.
+   * `[digestAcl('user', 'password')]`. @default open to everyone (`world:anyone`)
+   */
+  acl?: ZkAcl[];
 }
 
 /**
@@ -87,6 +98,9 @@ export class ZkSession extends EventEmitter<ZkSessionEvents> implements AsyncDis
   readonly #margin: number;
   readonly #connectTimeout: number;
   readonly #spinDelay: number;
+  readonly #authInfo: ZkAuthInfo[];
+  /** @internal the ACL recipes create their nodes with (undefined: open). */
+  readonly acl: ZkAcl[] | undefined;
   #conn: LiveConn | undefined;
   #epoch = new AbortController();
   #state: ZkConnectionState | 'LATENT' | 'CLOSED' = 'LATENT';
@@ -105,6 +119,8 @@ export class ZkSession extends EventEmitter<ZkSessionEvents> implements AsyncDis
     if (this.#margin >= this.#requestedTimeout) throw new ConfigError('safetyMarginMs', `must be less than sessionTimeoutMs (${this.#requestedTimeout}), got ${this.#margin}`);
     this.#connectTimeout = optionalNumber('connectTimeoutMs', o.connectTimeoutMs, 15_000, { min: 1 });
     this.#spinDelay = optionalNumber('spinDelayMs', o.spinDelayMs, 100, { min: 0 });
+    this.#authInfo = validateAuthInfo(o.authInfo);
+    this.acl = validateAcl(o.acl);
     this.log = (o.logger ?? pino({ level: 'silent' })).child({ name: 'zk-session' });
     this.clock = o.clock ?? monotonicClock;
     this.#liveness = new Liveness(this.clock, this.#margin, this.#requestedTimeout);
@@ -255,6 +271,8 @@ export class ZkSession extends EventEmitter<ZkSessionEvents> implements AsyncDis
     const conn: LiveConn = { client, abort, connectedOnce: false, sessionId: '', signal: abort.signal };
     this.#conn = conn;
     client.on('state', (s) => this.#onClientState(conn, s));
+    // Sent on every (re)connection of this client, before any request.
+    for (const a of this.#authInfo) client.addAuthInfo(a.scheme, Buffer.from(a.auth));
     client.connect();
   }
 
