@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { StateError } from '../core/errors.js';
 import { existsSync, mkdirSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { ServerStartError } from '../core/errors.js';
@@ -82,12 +83,12 @@ export class EtcdServer extends LocalServer {
   }
 
   get clientPort(): number {
-    if (!this.#self) throw new Error(`${this.name}: not started`);
+    if (!this.#self) throw new StateError(`${this.name}: not started`);
     return this.#self.clientPort;
   }
 
   get peerPort(): number {
-    if (!this.#self) throw new Error(`${this.name}: not started`);
+    if (!this.#self) throw new StateError(`${this.name}: not started`);
     return this.#self.peerPort;
   }
 

@@ -17,7 +17,7 @@ const sessions: EtcdSession[] = [];
 const session = async (username: string, password: string, logger?: pino.Logger): Promise<EtcdSession> => {
   const client = createEtcdClient({ hosts: etcd.endpoints, etcd3: { credentials: etcd.credentials, auth: { username, password } } });
   try {
-    const s = await EtcdSession.create({ client, ttlSeconds: 2, ...(logger ? { logger } : {}) });
+    const s = await EtcdSession.create({ client, ttlMs: 2000, ...(logger ? { logger } : {}) });
     sessions.push(s);
     s.signal.addEventListener('abort', () => client.close(), { once: true });
     return s;

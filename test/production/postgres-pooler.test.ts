@@ -55,8 +55,8 @@ describe.each(['transaction', 'session'] as const)('behind PgBouncer in %s mode'
 
   it('an election has one leader at a time', async () => {
     const name = `e-${mode}`;
-    const a = new PgElection(pool(mode), name, { id: 'a', minBackoffMs: 5, maxBackoffMs: 20 });
-    const b = new PgElection(pool(mode), name, { id: 'b', minBackoffMs: 5, maxBackoffMs: 20 });
+    const a = new PgElection(pool(mode), name, { id: 'a', backoff: { initialMs: 5, maxMs: 20 } });
+    const b = new PgElection(pool(mode), name, { id: 'b', backoff: { initialMs: 5, maxMs: 20 } });
     const termA = await a.campaign();
     const pending = b.campaign();
     await new Promise((r) => setTimeout(r, 200)); // b tries many times meanwhile

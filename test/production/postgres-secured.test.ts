@@ -47,7 +47,7 @@ it('every Postgres recipe and the fenced resource work over TLS as a plain role 
   });
   const r = await tryWithXactLock(pool, 'job', ({ fence }) => fence);
   expect(r.acquired && r.value > f1).toBe(true);
-  const lock = new PgSessionLock(pool, 'job', { leaseMs: 1500 });
+  const lock = new PgSessionLock(pool, 'job', { ttlMs: 1500 });
   const waiter = new PgSessionLock(pool, 'job');
   const lease = await lock.acquire();
   // The abandoned wait is cancelled without pg_cancel_backend (which needs a privilege).

@@ -16,7 +16,7 @@ const TENURE_ACL = [
   '~tenure:*', '&tenure:*',
   '+evalsha', '+eval', '+subscribe', '+unsubscribe', '+ping', '+info', '+hget',
   // called inside the scripts
-  '+time', '+get', '+set', '+incr', '+incrby', '+zrange', '+zrangebyscore', '+zrem', '+zadd', '+zscore',
+  '+time', '+get', '+set', '+exists', '+incr', '+incrby', '+zrange', '+zrangebyscore', '+zrem', '+zadd', '+zscore',
   '+pexpire', '+pttl', '+del', '+publish', '+hmget', '+hset',
 ].join(' ');
 let server: RedisServer;

@@ -1,5 +1,6 @@
 import { connect } from 'node:net';
 import type { PoolClient } from 'pg';
+import { TenureError } from '../../core/errors.js';
 
 /** Postgres' CancelRequest code (protocol 3: 1234 << 16 | 5678). */
 const CANCEL_REQUEST = 80877102;
@@ -40,7 +41,9 @@ export function cancelQuery(client: PoolClient): Promise<void> {
       resolve();
     };
     const timer = setTimeout(done, CANCEL_MS);
-    sock.once('connect', () => sock.end(packet));
+    // Write, then wait for the server to close: PgBouncer 1.18 exits ("bad client state") when a
+    // cancel connection is half-closed by the client before it has forwarded the request.
+    sock.once('connect', () => sock.write(packet));
     sock.once('close', done);
     sock.once('error', done);
   });
@@ -50,12 +53,18 @@ export function cancelQuery(client: PoolClient): Promise<void> {
  * Ends a connection that is waiting for a lock. Closing the socket alone is not enough: a backend
  * blocked in a lock wait does not notice its client left until it is granted the lock (unless
  * `client_connection_check_interval` is set), so it would sit in the queue and briefly take the
- * lock. So: cancel the running query on the real backend first (while the connection still
- * routes there: PgBouncer forwards a cancel only for a linked client), then destroy the client,
- * which frees its pool slot and ends whatever the cancel did not. Best effort; never throws.
+ * lock. So: cancel the running query on the real backend, wait (bounded) until the waiting query
+ * has ended, then destroy the client, which frees its pool slot and ends whatever the cancel did
+ * not. The wait matters behind PgBouncer: it forwards a cancel asynchronously, for a client still
+ * linked to its server, and dropped it when the client went first. Best effort; never throws.
  */
-export async function abandonWait(client: PoolClient, release: (err: Error) => void): Promise<void> {
+export async function abandonWait(client: PoolClient, release: (err: Error) => void, waiting?: Promise<unknown>): Promise<void> {
   client.on('error', () => undefined);
   await cancelQuery(client);
-  release(new Error('lock wait abandoned'));
+  if (waiting) {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([waiting.catch(() => undefined), new Promise((r) => (timer = setTimeout(r, CANCEL_MS)))]);
+    clearTimeout(timer);
+  }
+  release(new TenureError('postgres lock wait abandoned'));
 }

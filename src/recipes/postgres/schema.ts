@@ -10,25 +10,34 @@ import { mapPgError } from './errors.js';
  *   zombie can never share a fence with its successor. Fences are strictly increasing in
  *   acquisition order for every name (each is taken after the lock is granted), not dense.
  * - `tenure_fence`: the highest fence each PostgresFencedResource has accepted.
- *
- * For a role without CREATE, run `SCHEMA_SQL` once as an owner and grant (see {@link GRANTS_SQL});
- * ensureSchema then only checks that both exist.
+ * - `tenure_holder`: who took each session lock last (id, fence, backend pid). A row is only a
+ *   claim: `holder()` believes it only while that backend still holds the advisory lock
+ *   (pg_locks), so a dead holder's row is never reported. Unlogged: it needs no WAL, and after a
+ *   crash the locks it describes are gone too.
  */
 export const SCHEMA_SQL = `
 CREATE SEQUENCE IF NOT EXISTS tenure_fence_seq AS bigint;
 CREATE TABLE IF NOT EXISTS tenure_fence (
   resource text PRIMARY KEY,
   fence bigint NOT NULL CHECK (fence >= 0)
+);
+CREATE UNLOGGED TABLE IF NOT EXISTS tenure_holder (
+  name text PRIMARY KEY,
+  holder_id text NOT NULL,
+  fence bigint NOT NULL,
+  pid integer NOT NULL
 );`;
 
 /**
- * The least privileges of every Postgres recipe and PostgresFencedResource, for a role `app`
- * (replace the name): nextval on the fence sequence, and read/insert/update of the fence table.
- * Advisory locks and cancelling one's own waits need no grant.
+ * The least privileges of every Postgres recipe and PostgresFencedResource, for a role that may
+ * not CREATE (run `SCHEMA_SQL` once as an owner, then this with the role's name): nextval on the
+ * fence sequence, read/insert/update of the fence and holder tables. Advisory locks and
+ * cancelling one's own abandoned waits (the protocol's CancelRequest) need no grant.
  */
 export const GRANTS_SQL = (role: string): string => `
 GRANT USAGE ON SEQUENCE tenure_fence_seq TO ${role};
-GRANT SELECT, INSERT, UPDATE ON tenure_fence TO ${role};`;
+GRANT SELECT, INSERT, UPDATE ON tenure_fence TO ${role};
+GRANT SELECT, INSERT, UPDATE ON tenure_holder TO ${role};`;
 
 const ready = new WeakMap<Pool, Promise<void>>();
 
@@ -44,7 +53,9 @@ export function ensureSchema(pool: Pool): Promise<void> {
       try {
         // A role without CREATE on the schema (PG 15's default for public) may still use a schema
         // an owner made: `CREATE … IF NOT EXISTS` checks the CREATE privilege before existence.
-        const have = await client.query("SELECT to_regclass('tenure_fence_seq') IS NOT NULL AND to_regclass('tenure_fence') IS NOT NULL AS ok");
+        const have = await client.query(
+          "SELECT to_regclass('tenure_fence_seq') IS NOT NULL AND to_regclass('tenure_fence') IS NOT NULL AND to_regclass('tenure_holder') IS NOT NULL AS ok",
+        );
         if (have.rows[0]?.ok === true) {
           client.release();
           return;

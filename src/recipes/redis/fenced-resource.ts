@@ -1,6 +1,7 @@
 import { ConfigError, StaleFenceError } from '../../core/errors.js';
 import { requireString } from '../../core/validate.js';
-import { mapRedisError, requireRedis, runScript, type RedisClient } from './scripts.js';
+import { mapRedisError, runScript } from './scripts.js';
+import { requireRedis, type RedisClient } from './client.js';
 import { requireFence, type FencedResource } from '../../core/fencing.js';
 
 /**

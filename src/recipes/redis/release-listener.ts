@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { RedisClient } from './scripts.js';
+import type { RedisClient } from './client.js';
 
 /**
  * Wakes waiting acquires when the holder releases. The release script publishes, on the name's

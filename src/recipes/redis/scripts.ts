@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
-import type { Cluster, Redis } from 'ioredis';
-import { ConfigError, PermissionDeniedError } from '../../core/errors.js';
+import type { Redis } from 'ioredis';
+import { PermissionDeniedError } from '../../core/errors.js';
+import type { RedisClient } from './client.js';
 
 /**
  * The Lua scripts behind RedisLock. Every state change of a lock key happens inside one of
@@ -48,7 +49,11 @@ import { ConfigError, PermissionDeniedError } from '../../core/errors.js';
 /**
  * KEYS: lock, fence counter, epoch marker, queue (ticket → waiter), alive (expiry → waiter),
  * ticket counter. ARGV: token, ttlMs, restartGuardMs, '1' to queue up (a waiting acquire) or '0'
- * (a try), waiterTtlMs.
+ * (a try), waiterTtlMs, holder id, channel to announce a grant on.
+ *
+ * The lock key's value is `<token>:<fence>:<id>`: the token makes renew and release
+ * owner-checked, and the fence and id let anyone ask who holds the lock with one GET (the value
+ * is written after the INCR, in this same script).
  *
  * Fair hand-off: the lock goes to a free-lock caller only if nobody waits, or to the waiter at the
  * head of the queue, so a releaser that loops straight back to acquire joins the tail instead of
@@ -96,12 +101,19 @@ if head ~= nil then
   end
   head = redis.call('ZRANGE', KEYS[4], 0, 0)[1]
 end
-if (head == nil or head == me) and redis.call('SET', KEYS[1], me, 'NX', 'PX', ARGV[2]) then
+if (head == nil or head == me) and redis.call('EXISTS', KEYS[1]) == 0 then
   if head == me then
     redis.call('ZREM', KEYS[4], me)
     redis.call('ZREM', KEYS[5], me)
   end
-  return {1, redis.call('INCR', KEYS[2])}
+  if redis.call('EXISTS', KEYS[2]) == 0 then
+    redis.call('INCRBY', KEYS[2], string.format('%.0f', nowUs))
+  end
+  local fence = redis.call('INCR', KEYS[2])
+  local value = me .. ':' .. string.format('%.0f', fence) .. ':' .. ARGV[6]
+  redis.call('SET', KEYS[1], value, 'NX', 'PX', ARGV[2])
+  redis.call('PUBLISH', ARGV[7], '')
+  return {1, fence}
 end
 if ARGV[4] == '1' then
   if not redis.call('ZSCORE', KEYS[4], me) then
@@ -121,7 +133,7 @@ redis.call('ZREM', KEYS[2], ARGV[1])
 return 1
 `;
 
-/** KEYS: lock. ARGV: token, ttlMs. Returns 1 when renewed, 0 when the token no longer holds it. */
+/** KEYS: lock. ARGV: lock value, ttlMs. Returns 1 when renewed, 0 when the value no longer holds it. */
 export const RENEW = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('PEXPIRE', KEYS[1], ARGV[2])
@@ -130,7 +142,7 @@ return 0
 `;
 
 /**
- * KEYS: lock, queue. ARGV: token, release channel. Returns 1 when it deleted its own lock, else 0.
+ * KEYS: lock, queue. ARGV: lock value, release channel. Returns 1 when it deleted its own lock, else 0.
  * The message names the waiter whose turn it is (empty when nobody waits), so only it retries.
  */
 export const RELEASE = `
@@ -153,22 +165,14 @@ function sha1(src: string): string {
   return s;
 }
 
-/** A standalone client or a cluster client: tenure's Redis recipes take either. */
-export type RedisClient = Redis | Cluster;
-
-/** Throws unless `value` looks like an ioredis client (`Redis` or `Cluster`). */
-export function requireRedis(value: unknown): RedisClient {
-  if (!value || typeof (value as { evalsha?: unknown }).evalsha !== 'function') throw new ConfigError('redis', 'must be an ioredis client (Redis or Cluster)');
-  return value as RedisClient;
-}
-
 /**
  * Redis' answer for missing rights — an ACL without the command, key or channel (`NOPERM`), a
  * wrong or missing password (`WRONGPASS`, `NOAUTH`) — as a {@link PermissionDeniedError}; any
  * other error as it is. Redis' message names the command or key, never the password.
  */
 export function mapRedisError(e: unknown): unknown {
-  const m = e instanceof Error ? /^(NOPERM|WRONGPASS|NOAUTH)\b.*/.exec(e.message) : null;
+  // Inside a script Redis 7.0 reports a missing ACL right as a plain ERR.
+  const m = e instanceof Error ? /^(NOPERM|WRONGPASS|NOAUTH)\b.*|^ERR The user executing the script can't .*/.exec(e.message) : null;
   return m ? new PermissionDeniedError('redis', m[0], { cause: e }) : e;
 }
 

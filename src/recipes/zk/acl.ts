@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import zookeeper from 'node-zookeeper-client';
+import type { ACL } from 'node-zookeeper-client';
+import { zookeeper } from './peer.js';
 import { ConfigError, PermissionDeniedError } from '../../core/errors.js';
 import { requireString } from '../../core/validate.js';
 import { isZkCode } from './ops.js';
@@ -13,7 +14,7 @@ import { isZkCode } from './ops.js';
  */
 
 /** One ACL entry: permissions (`zookeeper.Permission` bits) for an identity `scheme:id`. */
-export type ZkAcl = InstanceType<typeof zookeeper.ACL>;
+export type ZkAcl = ACL;
 
 /** Credentials a session presents, e.g. `{ scheme: 'digest', auth: 'user:password' }`. */
 export interface ZkAuthInfo {
