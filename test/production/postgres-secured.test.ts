@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import pg from 'pg';
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
 import { GRANTS_SQL, PgElection, PgSessionLock, PostgresFencedResource, SCHEMA_SQL, tryWithXactLock, withXactLock } from '../../src/recipes/postgres/index.js';
 import { PermissionDeniedError } from '../../src/index.js';
 import { PostgresServer, makeCertificates } from '../../src/testing/index.js';
@@ -72,7 +74,16 @@ it('a role without the grants, and a wrong password, end in PermissionDeniedErro
   const wrong = 'not-the-Pa55-word';
   const e2 = await withXactLock(appPool(wrong), 'job', () => undefined).catch((e: unknown) => e);
   expect(e2).toBeInstanceOf(PermissionDeniedError);
-  for (const e of [e1, e2]) {
+  const lines: string[] = [];
+  const logger = pino({ level: 'debug' }, new Writable({ write: (c: Buffer, _e, cb) => (lines.push(c.toString()), cb()) }));
+  const e3 = await new PgSessionLock(appPool(wrong), 'job', { logger }).acquire({ timeoutMs: 5000 }).catch((e: unknown) => e);
+  expect(e3).toBeInstanceOf(PermissionDeniedError);
+  const ok = new PgElection(appPool(), 'logged', { logger });
+  await ok.campaign();
+  await ok.close();
+  expect(lines.join('\n')).not.toContain(SECRET);
+  expect(lines.join('\n')).not.toContain(wrong);
+  for (const e of [e1, e2, e3]) {
     const text = [String(e), (e as Error).stack, JSON.stringify(e), String((e as Error).cause)].join('\n');
     expect(text).not.toContain(wrong);
     expect(text).not.toContain(SECRET);
