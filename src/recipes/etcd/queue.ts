@@ -1,4 +1,7 @@
-import { CompareResult, CompareTarget, SortOrder, SortTarget, type ICompare, type IKeyValue, type IRequestOp, type ITxnResponse } from 'etcd3';
+import type { ICompare, IKeyValue, IRequestOp, ITxnResponse } from 'etcd3';
+import { etcd3 } from './peer.js';
+
+const { CompareResult, CompareTarget, SortOrder, SortTarget } = etcd3;
 import { LeaseController } from '../../core/lease.js';
 import { LeaseLostError, SessionExpiredError, TenureError } from '../../core/errors.js';
 import { prefixEnd, retryingTxn } from './kv.js';
@@ -264,7 +267,15 @@ export class RevisionQueue {
         }
       },
     });
+    // The holder watches its own key from just after its claim, so a key deleted or a lease revoked
+    // from outside ends its lease as soon as the next holder can be woken by the same deletion, not
+    // a keepalive later. Starting at fence + 1 misses no event and, when no write came in between,
+    // is a synced watch (no catch-up delay); nothing on the acquire path waits for it.
+    const own = this.session.client.watch().key(slot.keyBuf).startRevision(String(fence + 1n)).only('delete').watcher();
+    own.on('delete', () => ctl.lose('expired', undefined, `${this.what}: own key ${slot.key} was deleted (lease revoked or key removed)`));
+    own.on('error', () => undefined); // the session's keepalive and deadline still cover a lost lease
     const onLost = (): void => {
+      void own.cancel().catch(() => undefined);
       const reason: unknown = ctl.lease.signal.reason;
       // Lost, not released: the session lease is gone (or the key is); nothing left to delete.
       if (!(reason instanceof LeaseLostError && reason.reason === 'released')) end();

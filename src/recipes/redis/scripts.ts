@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { PermissionDeniedError } from '../../core/errors.js';
 import type { RedisClient } from './client.js';
 
 /**
@@ -49,7 +48,9 @@ import type { RedisClient } from './client.js';
 /**
  * KEYS: lock, fence counter, epoch marker, queue (ticket → waiter), alive (expiry → waiter),
  * ticket counter. ARGV: token, ttlMs, restartGuardMs, '1' to queue up (a waiting acquire) or '0'
- * (a try), waiterTtlMs, holder id, channel to announce a grant on.
+ * (a try), waiterTtlMs, holder id, channel to announce a grant on (the message is the new
+ * holder's token: a holder that hears another token was granted has lost its key, whoever
+ * deleted it, and stops at once — not a renew later).
  *
  * The lock key's value is `<token>:<fence>:<id>`: the token makes renew and release
  * owner-checked, and the fence and id let anyone ask who holds the lock with one GET (the value
@@ -112,7 +113,7 @@ if (head == nil or head == me) and redis.call('EXISTS', KEYS[1]) == 0 then
   local fence = redis.call('INCR', KEYS[2])
   local value = me .. ':' .. string.format('%.0f', fence) .. ':' .. ARGV[6]
   redis.call('SET', KEYS[1], value, 'NX', 'PX', ARGV[2])
-  redis.call('PUBLISH', ARGV[7], '')
+  redis.call('PUBLISH', ARGV[7], me)
   return {1, fence}
 end
 if ARGV[4] == '1' then
@@ -166,27 +167,16 @@ function sha1(src: string): string {
 }
 
 /**
- * Redis' answer for missing rights — an ACL without the command, key or channel (`NOPERM`), a
- * wrong or missing password (`WRONGPASS`, `NOAUTH`) — as a {@link PermissionDeniedError}; any
- * other error as it is. Redis' message names the command or key, never the password.
- */
-export function mapRedisError(e: unknown): unknown {
-  // Inside a script Redis 7.0 reports a missing ACL right as a plain ERR.
-  const m = e instanceof Error ? /^(NOPERM|WRONGPASS|NOAUTH)\b.*|^ERR The user executing the script can't .*/.exec(e.message) : null;
-  return m ? new PermissionDeniedError('redis', m[0], { cause: e }) : e;
-}
-
-/**
  * Runs a script by its SHA, loading it with EVAL when the server does not know it (first use,
  * after a restart emptied the script cache, or on a cluster node that has not seen it). Never
  * mutates the user's client.
  */
-export async function runScript(redis: RedisClient, src: string, keys: string[], args: (string | number)[]): Promise<unknown> {
+export async function runScript(redis: RedisClient, src: string, keys: string[], args: (string | number | Buffer)[]): Promise<unknown> {
   const r = redis as Redis;
   try {
     return await r.evalsha(sha1(src), keys.length, ...keys, ...args);
   } catch (e) {
-    if (e instanceof Error && e.message.startsWith('NOSCRIPT')) return r.eval(src, keys.length, ...keys, ...args).catch((err: unknown) => Promise.reject(mapRedisError(err)));
-    throw mapRedisError(e);
+    if (e instanceof Error && e.message.startsWith('NOSCRIPT')) return r.eval(src, keys.length, ...keys, ...args);
+    throw e;
   }
 }
