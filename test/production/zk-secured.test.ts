@@ -88,3 +88,26 @@ it('a session without the credentials is refused with PermissionDeniedError, at 
   expect(lines.join('\n')).not.toContain(SECRET);
   expect(lines.join('\n')).not.toContain('wrong-password');
 });
+
+it('an ACL given in a recipe’s options overrides the session’s (none here): mutex and latch nodes are the owner’s only', async () => {
+  const s = await ZkSession.create({ connectionString: zk.connectionString, ttlMs: 4000, authInfo: [{ scheme: 'digest', auth: `owner:${SECRET}` }] });
+  sessions.push(s);
+  const acl = [digestAcl('owner', SECRET)];
+  const lease = await new InterProcessMutex(s, '/per-recipe/lock', { acl }).acquire({ timeoutMs: 5000 });
+  const latch = new LeaderLatch(s, '/per-recipe/latch', { acl });
+  const term = await latch.campaign({ timeoutMs: 5000 });
+  const su = await zkClient(zk.connectionString);
+  su.addAuthInfo('digest', Buffer.from('super:super-secret'));
+  try {
+    for (const path of ['/per-recipe/lock', '/per-recipe/latch', latch.ourPath!]) {
+      const got = await call<zookeeper.ACL[]>((cb) => su.getACL(path, cb as never));
+      expect(got.map((a) => `${a.id.scheme}:${a.id.id.split(':')[0]}`)).toEqual(['digest:owner']);
+    }
+  } finally {
+    su.close();
+  }
+  expect(() => new InterProcessMutex(s, '/per-recipe/x', { acl: [] })).toThrow(/^acl:/);
+  await term.release();
+  await latch.close();
+  await lease.release();
+});
