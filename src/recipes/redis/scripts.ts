@@ -68,28 +68,30 @@ import type { RedisClient } from './client.js';
 export const ACQUIRE = `
 local t = redis.call('TIME')
 local nowUs = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local repl = redis.call('INFO', 'replication')
-local rid = string.match(repl, 'master_replid:(%w+)') or ''
-local mark = redis.call('HMGET', KEYS[3], 'replid', 'since')
-local since = tonumber(mark[2])
-if mark[1] ~= rid or not since then
-  local promoted = string.match(repl, 'second_repl_offset:(-?%d+)') ~= '-1'
-  if since or promoted then
-    -- Promoted: leases of the old primary may live; guard from this first sight.
-    since = nowUs
-  else
-    -- Lost (or new): no earlier than the server started. uptime_in_seconds is the difference
-    -- of two whole-second clock readings, so the real uptime may be up to 1 s shorter.
-    local up = tonumber(string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)')) or 0
-    since = nowUs - math.max(0, up - 1) * 1000000
+-- The epoch check (see the module note), only where a grant is possible: a waiter's poll while
+-- the lock is held skips INFO. Returns how long the guard still holds, in ms (0: grant).
+local function guard()
+  local repl = redis.call('INFO', 'replication')
+  local rid = string.match(repl, 'master_replid:(%w+)') or ''
+  local mark = redis.call('HMGET', KEYS[3], 'replid', 'since')
+  local since = tonumber(mark[2])
+  if mark[1] ~= rid or not since then
+    local promoted = string.match(repl, 'second_repl_offset:(-?%d+)') ~= '-1'
+    if since or promoted then
+      -- Promoted: leases of the old primary may live; guard from this first sight.
+      since = nowUs
+    else
+      -- Lost (or new): no earlier than the server started. uptime_in_seconds is the difference
+      -- of two whole-second clock readings, so the real uptime may be up to 1 s shorter.
+      local up = tonumber(string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)')) or 0
+      since = nowUs - math.max(0, up - 1) * 1000000
+    end
+    redis.call('HSET', KEYS[3], 'replid', rid, 'since', string.format('%.0f', since))
+    local c = tonumber(redis.call('GET', KEYS[2]) or '0')
+    if c < nowUs then redis.call('INCRBY', KEYS[2], string.format('%.0f', nowUs - c)) end
   end
-  redis.call('HSET', KEYS[3], 'replid', rid, 'since', string.format('%.0f', since))
-  local c = tonumber(redis.call('GET', KEYS[2]) or '0')
-  if c < nowUs then redis.call('INCRBY', KEYS[2], string.format('%.0f', nowUs - c)) end
-end
-local waitUs = since + tonumber(ARGV[3]) * 1000 - nowUs
-if waitUs > 0 then
-  return {-1, math.ceil(waitUs / 1000)}
+  local waitUs = since + tonumber(ARGV[3]) * 1000 - nowUs
+  return waitUs > 0 and math.ceil(waitUs / 1000) or 0
 end
 local me = ARGV[1]
 local nowMs = math.floor(nowUs / 1000)
@@ -103,6 +105,10 @@ if head ~= nil then
   head = redis.call('ZRANGE', KEYS[4], 0, 0)[1]
 end
 if (head == nil or head == me) and redis.call('EXISTS', KEYS[1]) == 0 then
+  local waitMs = guard()
+  if waitMs > 0 then
+    return {-1, waitMs}
+  end
   if head == me then
     redis.call('ZREM', KEYS[4], me)
     redis.call('ZREM', KEYS[5], me)
