@@ -69,6 +69,7 @@ it('a role for another prefix cannot read, delete or overwrite the lock: Permiss
   await expect(new EtcdMutex(intruder, 'app/guarded').tryAcquire()).rejects.toBeInstanceOf(PermissionDeniedError);
   await expect(new EtcdElection(intruder, 'app/guarded').campaign({ timeoutMs: 10_000 })).rejects.toBeInstanceOf(PermissionDeniedError);
   await expect(new EtcdElection(intruder, 'app/guarded').leader()).rejects.toBeInstanceOf(PermissionDeniedError);
+  await expect(new EtcdElection(intruder, 'app/guarded').observe().next()).rejects.toBeInstanceOf(PermissionDeniedError);
   expect(performance.now() - t0).toBeLessThan(5000); // refused, not retried until the timeout
   expect(lease.signal.aborted).toBe(false);
   expect(await owner.client.get(key).string()).not.toBeNull();
