@@ -15,9 +15,9 @@ export interface PgLockOptions {
   /** This participant's id, recorded while it holds; what `holder()` shows. @default a random UUID */
   id?: string;
   /**
-   * Makes the pinned connection a lease the server enforces (`idle_session_timeout` = `ttlMs`,
-   * a heartbeat every `ttlMs / 3`, a local deadline `ttlMs − safetyMarginMs` after the last
-   * acknowledged heartbeat's send). Needs Postgres ≥ 14.
+   * Makes the pinned connection a lease the server enforces (the lock's transaction sets
+   * `idle_in_transaction_session_timeout` = `ttlMs`; a heartbeat every `ttlMs / 3`, a local
+   * deadline `ttlMs − safetyMarginMs` after the last acknowledged heartbeat's send).
    * @default undefined: no heartbeat; the lease lasts as long as the connection
    */
   ttlMs?: number;
