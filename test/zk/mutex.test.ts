@@ -139,7 +139,8 @@ describe('InterProcessMutex', () => {
       const watches = await eventually(async () => {
         const w = parseWchp(await zk.fourLetterWord('wchp'));
         const herd = [...w.entries()].filter(([p]) => p.startsWith('/mutex/herd/'));
-        return herd.length === 100 ? herd : undefined;
+        // (the holder's own watch goes out without waiting for its reply: it may land last)
+        return herd.length === 100 && w.get(holder.ourPath!) === 2 ? herd : undefined;
       }, T.wait, '100 watched paths');
       // Each waiter watches its predecessor; the holder watches its own node, which its successor
       // watches too: two on the holder's path, one on every other.

@@ -50,11 +50,6 @@ export interface QueueStats {
 /** Total time an owner-checked delete may take before `release()` rejects. */
 const REMOVE_MS = 5000;
 
-/** True when etcd refused a call because the lease it names does not exist (any more). */
-function leaseGone(e: unknown): boolean {
-  return e instanceof SessionExpiredError && e.cause instanceof etcd3.EtcdLeaseInvalidError;
-}
-
 export class RevisionQueue {
   readonly session: EtcdSession;
   readonly name: string;
@@ -190,8 +185,17 @@ export class RevisionQueue {
    * error is rethrown: SessionExpiredError when the session or the key is gone, `signal.reason`
    * when the caller aborted. With `tryOnly`, resolves undefined when anyone is ahead.
    */
-  async acquire(value: Buffer, signal: AbortSignal, opts: { tryOnly?: boolean } = {}, retried = false): Promise<{ slot: Slot; fence: bigint } | undefined> {
-    const epoch = await this.session.live(signal, this.what);
+  async acquire(value: Buffer, signal: AbortSignal, opts: { tryOnly?: boolean } = {}): Promise<{ slot: Slot; fence: bigint } | undefined> {
+    try {
+      return await this.#acquireOn(await this.session.live(signal, this.what), value, signal, opts);
+    } catch (e) {
+      // The lease was revoked before a keepalive could tell the session: it is lost; go again on a new one.
+      if (!(e instanceof SessionExpiredError && e.cause instanceof etcd3.EtcdLeaseInvalidError)) throw e;
+      return this.#acquireOn(await this.session.live(signal, this.what), value, signal, opts);
+    }
+  }
+
+  async #acquireOn(epoch: LeaseEpoch, value: Buffer, signal: AbortSignal, opts: { tryOnly?: boolean }): Promise<{ slot: Slot; fence: bigint } | undefined> {
     const key = `${this.name}/${epoch.leaseIdHex}`;
     const keyBuf = Buffer.from(key);
     const token = this.session.claimKey(key, this.what);
@@ -227,17 +231,11 @@ export class RevisionQueue {
       return { slot, fence };
     } catch (e) {
       watch?.stop();
+      if (e instanceof SessionExpiredError && e.cause instanceof etcd3.EtcdLeaseInvalidError) epoch.lose('expired', `etcd session: lease ${epoch.leaseId} was revoked`);
       if (slot) await this.#undo(slot);
       else this.session.freeKey(key, token);
       if (signal.aborted) throw signal.reason;
-      if (!retried && !epoch.signal.aborted && leaseGone(e)) {
-        // etcd refused the put: the lease was revoked or expired before this session heard it
-        // (its keepalive answers later). A campaign right after an outside revoke must not fail
-        // for a loss the session recovers from: mark the lease lost and queue once more on a new one.
-        epoch.lose('expired', `${this.what}: etcd says lease ${epoch.leaseId} is gone`);
-        return this.acquire(value, signal, opts, true);
-      }
-      if (epoch.signal.aborted) throw this.session.expiredError(this.what, epoch);
+      if (epoch.signal.aborted && !(e instanceof SessionExpiredError && e.cause instanceof etcd3.EtcdLeaseInvalidError)) throw this.session.expiredError(this.what, epoch);
       if (watch?.gone.aborted) throw watch.gone.reason;
       throw e;
     }

@@ -4,8 +4,6 @@ import { TenureError } from '../../core/errors.js';
 
 /** Postgres' CancelRequest code (protocol 3: 1234 << 16 | 5678). */
 const CANCEL_REQUEST = 80877102;
-/** How long a cancel may take before the wait is abandoned without it. */
-const CANCEL_MS = 2000;
 
 interface Keyed {
   processID?: number | null;
@@ -16,7 +14,8 @@ interface Keyed {
 
 /**
  * Sends the protocol's CancelRequest for `client`'s running query on a fresh socket, and resolves
- * when the server has read it (it closes the socket) or after {@link CANCEL_MS}. Never rejects.
+ * when the server has read it (it closes the socket) or after `ms` (a blackholed server never
+ * answers). Never rejects.
  *
  * Why the protocol and not `pg_cancel_backend(pid)`: behind PgBouncer `client.processID` is
  * PgBouncer's own key, not a backend's pid, so `pg_cancel_backend` hit nothing and the abandoned
@@ -24,7 +23,7 @@ interface Keyed {
  * the client's query. It also needs no privilege (`pg_cancel_backend` needs the same role or
  * `pg_signal_backend`).
  */
-export function cancelQuery(client: PoolClient): Promise<void> {
+export function cancelQuery(client: PoolClient, ms: number): Promise<void> {
   const k = client as unknown as Keyed;
   const { host, port } = k;
   if (typeof k.processID !== 'number' || typeof k.secretKey !== 'number' || host === undefined || port === undefined) return Promise.resolve();
@@ -40,7 +39,7 @@ export function cancelQuery(client: PoolClient): Promise<void> {
       sock.destroy();
       resolve();
     };
-    const timer = setTimeout(done, CANCEL_MS);
+    const timer = setTimeout(done, ms);
     // Write, then wait for the server to close: PgBouncer 1.18 exits ("bad client state") when a
     // cancel connection is half-closed by the client before it has forwarded the request.
     sock.once('connect', () => sock.write(packet));
@@ -56,14 +55,16 @@ export function cancelQuery(client: PoolClient): Promise<void> {
  * lock. So: cancel the running query on the real backend, wait (bounded) until the waiting query
  * has ended, then destroy the client, which frees its pool slot and ends whatever the cancel did
  * not. The wait matters behind PgBouncer: it forwards a cancel asynchronously, for a client still
- * linked to its server, and dropped it when the client went first. Best effort; never throws.
+ * linked to its server, and dropped it when the client went first. Each step waits at most `ms`
+ * (a blackholed server answers neither; the backend then goes when the server notices the dead
+ * socket). Best effort; never throws.
  */
-export async function abandonWait(client: PoolClient, release: (err: Error) => void, waiting?: Promise<unknown>): Promise<void> {
+export async function abandonWait(client: PoolClient, release: (err: Error) => void, ms: number, waiting?: Promise<unknown>): Promise<void> {
   client.on('error', () => undefined);
-  await cancelQuery(client);
+  await cancelQuery(client, ms);
   if (waiting) {
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([waiting.catch(() => undefined), new Promise((r) => (timer = setTimeout(r, CANCEL_MS)))]);
+    await Promise.race([waiting.catch(() => undefined), new Promise((r) => (timer = setTimeout(r, ms)))]);
     clearTimeout(timer);
   }
   release(new TenureError('postgres lock wait abandoned'));

@@ -1,7 +1,9 @@
 import type { Pool, PoolClient } from 'pg';
-import { ConfigError, StaleFenceError } from '../../core/errors.js';
-import { mapPgError } from './errors.js';
-import { requireOptions, requireString } from '../../core/validate.js';
+import { ConfigError, StaleFenceError, TenureError } from '../../core/errors.js';
+import { optionalNumber, requireFunction, requireOptions, requireString } from '../../core/validate.js';
+import { connectWithin, pgEndpoint, queryWithin } from './errors.js';
+
+const MAX_BIGINT = 2n ** 63n - 1n;
 import { ensureSchema } from './schema.js';
 import { requirePool } from './session-lock.js';
 import { requireFence, type FencedResource } from '../../core/fencing.js';
@@ -26,10 +28,17 @@ const UPSERT = `INSERT INTO tenure_fence (resource, fence) VALUES ($1, $2)
 export class PostgresFencedResource implements FencedResource<PoolClient> {
   readonly name: string;
   readonly #pool: Pool;
+  readonly #callTimeoutMs: number;
 
-  constructor(pool: Pool, resource: string) {
+  /**
+   * @param resource the resource's name (its row in `tenure_fence`).
+   * @param options.callTimeoutMs bound in ms on taking a connection and on the fence check:
+   *   StoreUnavailableError past it. Your own statements are yours to bound. @default 5000
+   */
+  constructor(pool: Pool, resource: string, options?: { callTimeoutMs?: number }) {
     this.#pool = requirePool(pool);
     this.name = requireString('resource', resource, { maxLength: 1000 });
+    this.#callTimeoutMs = optionalNumber('callTimeoutMs', requireOptions('options', options).callTimeoutMs, 5000, { integer: true, min: 1, max: 2 ** 31 - 1 });
   }
 
   /**
@@ -43,27 +52,31 @@ export class PostgresFencedResource implements FencedResource<PoolClient> {
    */
   async write<T>(fence: bigint, fn: (tx: PoolClient) => T | Promise<T>, options?: { client?: PoolClient }): Promise<T> {
     requireFence(fence);
+    if (fence > MAX_BIGINT) throw new ConfigError('fence', `must fit a Postgres bigint (at most ${MAX_BIGINT}), got ${fence}`);
+    requireFunction('fn', fn);
     const o = requireOptions('options', options);
     if (o.client !== undefined) return this.#writeIn(o.client, fence, fn);
-    await ensureSchema(this.#pool);
-    const client = await this.#pool.connect().catch((e: unknown) => Promise.reject(mapPgError(e)));
+    await ensureSchema(this.#pool, { callTimeoutMs: this.#callTimeoutMs });
+    const client = await connectWithin(this.#pool, this.#callTimeoutMs, `fenced write to ${this.name}`);
     let broken: Error | undefined;
     const onError = (e: Error): void => void (broken = e);
     client.on('error', onError);
+    // Past the bound the connection is destroyed on release (its transaction rolls back).
+    const bound = <R>(q: Promise<R>): Promise<R> => queryWithin(q, this.#callTimeoutMs, `fenced write to ${this.name}`, pgEndpoint(this.#pool), () => (broken ??= new TenureError('postgres: no answer in time')));
     try {
-      await client.query('BEGIN');
-      const r = await client.query(UPSERT, [this.name, fence.toString()]);
+      await bound(client.query('BEGIN'));
+      const r = await bound(client.query(UPSERT, [this.name, fence.toString()]));
       if (r.rowCount === 0) {
-        const h = await client.query('SELECT fence::text AS fence FROM tenure_fence WHERE resource = $1', [this.name]);
-        await client.query('ROLLBACK');
+        const h = await bound(client.query('SELECT fence::text AS fence FROM tenure_fence WHERE resource = $1', [this.name]));
+        await bound(client.query('ROLLBACK'));
         throw new StaleFenceError(fence, BigInt((h.rows[0]?.fence as string | undefined) ?? '0'), this.name);
       }
       const value = await fn(client);
-      await client.query('COMMIT');
+      await bound(client.query('COMMIT'));
       return value;
     } catch (e) {
-      if (!(e instanceof StaleFenceError)) await client.query('ROLLBACK').catch((err: Error) => (broken ??= err));
-      throw mapPgError(e);
+      if (!(e instanceof StaleFenceError) && !broken) await bound(client.query('ROLLBACK')).catch((err: Error) => (broken ??= err));
+      throw e;
     } finally {
       client.off('error', onError);
       client.release(broken);
@@ -72,17 +85,18 @@ export class PostgresFencedResource implements FencedResource<PoolClient> {
 
   async #writeIn<T>(client: PoolClient, fence: bigint, fn: (tx: PoolClient) => T | Promise<T>): Promise<T> {
     if (typeof (client as { query?: unknown }).query !== 'function') throw new ConfigError('client', 'must be a pg client in an open transaction');
-    const r = await client.query(UPSERT, [this.name, fence.toString()]).catch((e: unknown) => Promise.reject(mapPgError(e)));
+    const what = `fenced write to ${this.name}`;
+    const r = await queryWithin(client.query(UPSERT, [this.name, fence.toString()]), this.#callTimeoutMs, what, pgEndpoint(this.#pool));
     if (r.rowCount === 0) {
-      const h = await client.query('SELECT fence::text AS fence FROM tenure_fence WHERE resource = $1', [this.name]);
+      const h = await queryWithin(client.query('SELECT fence::text AS fence FROM tenure_fence WHERE resource = $1', [this.name]), this.#callTimeoutMs, what, pgEndpoint(this.#pool));
       throw new StaleFenceError(fence, BigInt((h.rows[0]?.fence as string | undefined) ?? '0'), this.name);
     }
     return fn(client);
   }
 
   async highestFence(): Promise<bigint> {
-    await ensureSchema(this.#pool);
-    const r = await this.#pool.query('SELECT fence::text AS fence FROM tenure_fence WHERE resource = $1', [this.name]);
+    await ensureSchema(this.#pool, { callTimeoutMs: this.#callTimeoutMs });
+    const r = await queryWithin(this.#pool.query('SELECT fence::text AS fence FROM tenure_fence WHERE resource = $1', [this.name]), this.#callTimeoutMs, `highestFence of ${this.name}`, pgEndpoint(this.#pool));
     return BigInt((r.rows[0]?.fence as string | undefined) ?? '0');
   }
 }

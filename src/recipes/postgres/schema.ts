@@ -1,6 +1,7 @@
 import type { Pool } from 'pg';
+import { optionalNumber, requireOptions } from '../../core/validate.js';
+import { connectWithin, pgEndpoint, queryWithin } from './errors.js';
 import { SCHEMA_LOCK, keyArgs } from './keys.js';
-import { mapPgError } from './errors.js';
 
 /**
  * tenure's schema, created idempotently on first use (or run `SCHEMA_SQL` as a migration):
@@ -42,29 +43,34 @@ GRANT SELECT, INSERT, UPDATE ON tenure_holder TO ${role};`;
 const ready = new WeakMap<Pool, Promise<void>>();
 
 /**
- * Creates the schema once per pool. Concurrent `CREATE … IF NOT EXISTS` can still collide in the
+ * Creates the schema once per pool, each phase within `callTimeoutMs` (default 10 s). Concurrent `CREATE … IF NOT EXISTS` can still collide in the
  * catalog, so creation runs under a reserved advisory lock.
  */
-export function ensureSchema(pool: Pool): Promise<void> {
+export function ensureSchema(pool: Pool, options?: { callTimeoutMs?: number }): Promise<void> {
+  const ms = optionalNumber('callTimeoutMs', requireOptions('options', options).callTimeoutMs, 10_000, { integer: true, min: 1, max: 2 ** 31 - 1 });
   let p = ready.get(pool);
   if (!p) {
     p = (async () => {
-      const client = await pool.connect().catch((e: unknown) => Promise.reject(mapPgError(e)));
+      const client = await connectWithin(pool, ms, 'ensureSchema');
       try {
         // A role without CREATE on the schema (PG 15's default for public) may still use a schema
         // an owner made: `CREATE … IF NOT EXISTS` checks the CREATE privilege before existence.
-        const have = await client.query(
-          "SELECT to_regclass('tenure_fence_seq') IS NOT NULL AND to_regclass('tenure_fence') IS NOT NULL AND to_regclass('tenure_holder') IS NOT NULL AS ok",
+        const have = await queryWithin(
+          client.query("SELECT to_regclass('tenure_fence_seq') IS NOT NULL AND to_regclass('tenure_fence') IS NOT NULL AND to_regclass('tenure_holder') IS NOT NULL AS ok"),
+          ms,
+          'ensureSchema',
+          pgEndpoint(pool),
+          () => client.release(true),
         );
         if (have.rows[0]?.ok === true) {
           client.release();
           return;
         }
-        await client.query(`BEGIN; SELECT pg_advisory_xact_lock(${keyArgs(SCHEMA_LOCK)}); ${SCHEMA_SQL} COMMIT;`);
+        await queryWithin(client.query(`BEGIN; SELECT pg_advisory_xact_lock(${keyArgs(SCHEMA_LOCK)}); ${SCHEMA_SQL} COMMIT;`), ms, 'ensureSchema', pgEndpoint(pool), () => client.release(true));
         client.release();
       } catch (e) {
         client.release(e instanceof Error ? e : true);
-        throw mapPgError(e);
+        throw e;
       }
     })();
     ready.set(pool, p);

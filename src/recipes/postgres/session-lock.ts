@@ -8,7 +8,7 @@ import { optionalClock, optionalLogger, type Logger, type WaitOptions } from '..
 import { optionalId, optionalSignal, requireOptions } from '../../core/validate.js';
 import { advisoryKey, keyArgs, validateName, validateNamespace, DEFAULT_NAMESPACE, type AdvisoryKey } from './keys.js';
 import { ensureSchema } from './schema.js';
-import { mapPgError } from './errors.js';
+import { pgEndpoint, queryWithin, toTenureError } from './errors.js';
 import { PgSession, pgTiming, type PgTiming } from './session.js';
 
 export interface PgLockOptions {
@@ -23,6 +23,13 @@ export interface PgLockOptions {
   ttlMs?: number;
   /** Must be > 0 and < 2/3 of ttlMs; only with `ttlMs`. @default ttlMs / 5 */
   safetyMarginMs?: number;
+  /**
+   * Bound in ms on every phase but the lock wait itself: taking a pool connection, a try, the
+   * unlock, `holder()`, a heartbeat. A server that is down or blackholed answers with
+   * StoreUnavailableError within it. The lock wait is bounded by `timeoutMs` / `signal`.
+   * @default 5000
+   */
+  callTimeoutMs?: number;
   /** The int4 namespace of the advisory keyspace (see keys.ts). @default 0x74656e75 ('tenu') */
   namespace?: number;
   /** @default silent */
@@ -49,10 +56,11 @@ export function requirePool(pool: unknown): Pool {
 }
 
 /**
- * A session-level advisory lock for work that spans transactions. `acquire()` pins one client out
- * of the pool for the lease's life (pool churn cannot touch it), waits in `pg_advisory_lock`,
- * takes the fence from `tenure_fence_seq` and records the holder, all in one statement, and aborts
- * the lease's signal if that connection dies. Prefer {@link withXactLock} when the work fits in
+ * A lock for work that spans transactions. `acquire()` pins one client out of the pool for the
+ * lease's life (pool churn cannot touch it), opens a transaction on it that lasts the lease (so a
+ * transaction pooler pins the server connection too, see session.ts), waits in
+ * `pg_advisory_xact_lock`, takes the fence from `tenure_fence_seq` in the same statement, records
+ * the holder, and aborts the lease's signal if that connection dies. Prefer {@link withXactLock} when the work fits in
  * one transaction. One lock object is one participant: a second `acquire()` while it waits or
  * holds rejects with BusyError.
  *
@@ -112,8 +120,8 @@ export class PgSessionLock implements AsyncDisposable {
     const scope = waitScope(`postgres lock '${this.name}'`, { signal: o.signal ? AbortSignal.any([o.signal, this.#closing.signal]) : this.#closing.signal, timeoutMs: o.timeoutMs });
     let session: PgSession | undefined;
     try {
-      await raceSignal(ensureSchema(this.#pool), scope.signal);
-      session = await raceSignal(PgSession.create(this.#pool, this.#timing), scope.signal);
+      await raceSignal(ensureSchema(this.#pool, { callTimeoutMs: this.#timing.callTimeoutMs }), scope.signal);
+      session = await PgSession.create(this.#pool, this.#timing, scope.signal);
       const s = session;
       const sentAt = this.#timing.clock.now();
       // The lock is the transaction's (see session.ts: a session-level lock broke behind a
@@ -123,10 +131,12 @@ export class PgSessionLock implements AsyncDisposable {
         ? `SELECT nextval('tenure_fence_seq')::text AS fence, pg_backend_pid() AS pid WHERE pg_try_advisory_xact_lock(${k})`
         : `SELECT nextval('tenure_fence_seq')::text AS fence, pg_backend_pid() AS pid FROM (SELECT pg_advisory_xact_lock(${k})) AS l`;
       const q = s.query(s.lockSql(take));
-      const r = await raceSignal(q, scope.signal).catch(async (e: unknown) => {
-        q.catch(() => undefined);
+      // A try answers at once, so it is bounded like any call; a wait is bounded by the caller.
+      const answered = tryOnly ? queryWithin(q, this.#timing.callTimeoutMs, `postgres lock '${this.name}': tryAcquire`, pgEndpoint(this.#pool), () => void s.close(true)) : q;
+      const r = await raceSignal(answered, scope.signal).catch(async (e: unknown) => {
+        answered.catch(() => undefined);
         if (scope.signal.aborted) await s.abandon(q);
-        throw mapPgError(e);
+        throw toTenureError(e, `postgres lock '${this.name}': acquire`, pgEndpoint(this.#pool));
       });
       const row = lastRows(r)[0] as { fence: string; pid: number } | undefined;
       if (row === undefined) {
@@ -150,8 +160,8 @@ export class PgSessionLock implements AsyncDisposable {
 
   /**
    * The lease of the lock held on `session`: its signal derives from the session's, its release
-   * unlocks and returns the connection (or destroys it if unlocking fails, so a client holding a
-   * lock never goes back to the pool).
+   * rolls the lock's transaction back and returns the connection (or destroys it if that fails,
+   * so a client holding a lock never goes back to the pool).
    */
   #lease(session: PgSession, fence: bigint): LeaseController {
     const ctl: LeaseController = new LeaseController({
@@ -160,7 +170,8 @@ export class PgSessionLock implements AsyncDisposable {
       parent: session.signal,
       deadline: () => session.deadline,
       clock: this.#timing.clock,
-      // The lock is the transaction's: the rollback in close() releases it (see session.ts).
+      // The lock is the transaction's: close() rolls it back (bounded; past the bound the
+      // connection is destroyed and the server drops the lock with it).
       release: async () => {
         if (this.#held === ctl) this.#held = undefined;
         await session.close(session.signal.aborted);
@@ -208,8 +219,8 @@ export class PgSessionLock implements AsyncDisposable {
     const o = requireOptions('options', options);
     const scope = waitScope(`postgres lock '${this.name}': holder`, { signal: optionalSignal('signal', o.signal), timeoutMs: o.timeoutMs });
     try {
-      await raceSignal(ensureSchema(this.#pool), scope.signal);
-      const r = await raceSignal(
+      await raceSignal(ensureSchema(this.#pool, { callTimeoutMs: this.#timing.callTimeoutMs }), scope.signal);
+      const r = await queryWithin(
         this.#pool.query(
           `SELECT l.pid, h.holder_id, h.fence::text AS fence FROM pg_locks l
            LEFT JOIN tenure_holder h ON h.name = $1 AND h.pid = l.pid
@@ -218,7 +229,9 @@ export class PgSessionLock implements AsyncDisposable {
            LIMIT 1`,
           [this.name, this.#key.namespace >>> 0, this.#key.key >>> 0],
         ),
-        scope.signal,
+        this.#timing.callTimeoutMs,
+        `postgres lock '${this.name}': holder`,
+        pgEndpoint(this.#pool),
       );
       const row = r.rows[0] as { pid: number; holder_id: string | null; fence: string | null } | undefined;
       if (!row) return undefined;

@@ -2,24 +2,28 @@ import type { Pool, PoolClient, QueryResult } from 'pg';
 import type { Clock } from '../../core/clock.js';
 import { leaseTiming, LocalDeadline } from '../../core/deadline.js';
 import { ConfigError, LeaseLostError, type LeaseLostReason } from '../../core/errors.js';
+import { optionalNumber } from '../../core/validate.js';
 import { abandonWait } from './cancel.js';
-import { mapPgError } from './errors.js';
+import { connectWithin, queryWithin } from './errors.js';
 
 /** Validated timing of a Postgres lease (`ttlMs` unset: the lease lasts as long as the connection). */
 export interface PgTiming {
   readonly ttlMs: number | undefined;
   readonly safetyMarginMs: number | undefined;
   readonly clock: Clock;
+  /** Bound on every phase that is not the lock wait itself (connect, settings, unlock, heartbeat). */
+  readonly callTimeoutMs: number;
 }
 
-/** Validates `ttlMs` / `safetyMarginMs` with the one margin rule (see core's leaseTiming). */
-export function pgTiming(o: { ttlMs?: unknown; safetyMarginMs?: unknown }, clock: Clock): PgTiming {
+/** Validates `ttlMs` / `safetyMarginMs` with the one margin rule (see core's leaseTiming), and `callTimeoutMs`. */
+export function pgTiming(o: { ttlMs?: unknown; safetyMarginMs?: unknown; callTimeoutMs?: unknown }, clock: Clock): PgTiming {
+  const callTimeoutMs = optionalNumber('callTimeoutMs', o.callTimeoutMs, 5000, { integer: true, min: 1, max: 2 ** 31 - 1 });
   if (o.ttlMs === undefined) {
     if (o.safetyMarginMs !== undefined) throw new ConfigError('safetyMarginMs', 'only applies with ttlMs');
-    return { ttlMs: undefined, safetyMarginMs: undefined, clock };
+    return { ttlMs: undefined, safetyMarginMs: undefined, clock, callTimeoutMs };
   }
   const t = leaseTiming(o, { minTtlMs: 100 });
-  return { ...t, clock };
+  return { ...t, clock, callTimeoutMs };
 }
 
 /**
@@ -63,9 +67,9 @@ export class PgSession {
     client.on('end', this.#onEnd);
   }
 
-  /** Pins a client from `pool`. */
-  static async create(pool: Pool, timing: PgTiming): Promise<PgSession> {
-    const client = await pool.connect().catch((e: unknown) => Promise.reject(mapPgError(e)));
+  /** Pins a client from `pool` (within `callTimeoutMs`). */
+  static async create(pool: Pool, timing: PgTiming, signal?: AbortSignal): Promise<PgSession> {
+    const client = await connectWithin(pool, timing.callTimeoutMs, 'postgres session: connect', signal);
     return new PgSession(client, timing);
   }
 
@@ -108,7 +112,7 @@ export class PgSession {
     if (this.#abort.signal.aborted || !this.#deadline || this.#deadline.expired()) return;
     const sentAt = this.#timing.clock.now();
     try {
-      await this.client.query('SELECT 1');
+      await queryWithin(this.client.query('SELECT 1'), this.#timing.callTimeoutMs, 'postgres session: heartbeat', undefined);
     } catch (e) {
       return this.#lose('renew-failed', e);
     }
@@ -150,18 +154,18 @@ export class PgSession {
   async abandon(waiting?: Promise<unknown>): Promise<void> {
     this.#stopTimers();
     if (!this.#abort.signal.aborted) this.#abort.abort(new LeaseLostError('closed', 'postgres session abandoned'));
-    await abandonWait(this.client, () => this.#return(true), waiting);
+    await abandonWait(this.client, () => this.#return(true), this.#timing.callTimeoutMs, waiting);
   }
 
   /**
    * Ends the session: rolls back the lock's transaction (which releases its lock) and returns the
-   * connection to the pool. With `destroy`, when it was lost, or when the rollback fails, the
-   * connection is closed instead, which ends the transaction at the server too.
+   * connection to the pool. With `destroy`, when it was lost, or when the rollback fails or is
+   * late, the connection is closed instead, which ends the transaction at the server too.
    */
   async close(destroy = false): Promise<void> {
     this.#stopTimers();
     if (!this.#abort.signal.aborted) {
-      if (!destroy) await this.client.query('ROLLBACK').catch(() => (destroy = true));
+      if (!destroy) await queryWithin(this.client.query('ROLLBACK'), this.#timing.callTimeoutMs, 'postgres session: rollback', undefined).catch(() => (destroy = true));
       this.#abort.abort(new LeaseLostError('closed', 'postgres session closed'));
     }
     this.#return(destroy);
