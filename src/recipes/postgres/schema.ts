@@ -52,7 +52,12 @@ export interface EnsureSchemaOptions {
 }
 
 export function ensureSchema(pool: Pool, options?: EnsureSchemaOptions): Promise<void> {
-  const ms = optionalNumber('callTimeoutMs', requireOptions('options', options).callTimeoutMs, 10_000, { integer: true, min: 1, max: 2 ** 31 - 1 });
+  let ms: number;
+  try {
+    ms = optionalNumber('callTimeoutMs', requireOptions('options', options).callTimeoutMs, 10_000, { integer: true, min: 1, max: 2 ** 31 - 1 });
+  } catch (e) {
+    return Promise.reject(e); // a promise-returning function never throws
+  }
   let p = ready.get(pool);
   if (!p) {
     p = (async () => {
