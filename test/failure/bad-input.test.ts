@@ -25,7 +25,6 @@ const ID = [7, '', 'x'.repeat(100_000), 'a\u0000b', null, {}];
 const SIGNAL = [{}, 'abort', 1, { aborted: false }];
 const LOGGER = [{}, 'pino', { info() {} }, 1];
 const CLOCK = [{}, { now: () => 'soon' }, { now: () => Number.NaN }, 5];
-const BOOL = ['yes', 1];
 
 let etcd: EtcdServer;
 let zk: ZooKeeperServer;
