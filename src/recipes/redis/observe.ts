@@ -25,6 +25,7 @@ export class ChangeFeed {
   /** Resolves at the next message (at once if one came since the last call), after `ms`, or on abort. */
   async next(ms: number, signal: AbortSignal): Promise<void> {
     await this.#ready;
+    if (signal.aborted) return;
     if (this.#pending) {
       this.#pending = false;
       return;

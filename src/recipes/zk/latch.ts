@@ -104,6 +104,10 @@ export class LeaderLatch extends EventEmitter<LeaderLatchEvents> implements Cand
     try {
       const held = await this.#internals.acquire(driver, scope.signal, Buffer.from(this.id), (p) => (this.#ourPath = p));
       const term = this.#internals.lease(this.path, held, () => this.#ended(term));
+      if (scope.signal.aborted) {
+        await term.release().catch(() => undefined); // won just as the caller gave up
+        throw scope.signal.reason;
+      }
       this.#term = term;
       this.#session.logger.debug({ path: held.path }, 'latch: term begins');
       if (!term.ended) this.emit('isLeader', term.lease);

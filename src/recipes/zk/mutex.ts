@@ -81,6 +81,10 @@ export class InterProcessLock implements AsyncDisposable {
         this.#ourPath = undefined;
       });
       this.#held = ctl;
+      if (scope.signal.aborted) {
+        await ctl.release().catch(() => undefined); // won just as the caller gave up
+        throw scope.signal.reason;
+      }
       return ctl.lease;
     } catch (e) {
       this.#ourPath = undefined;

@@ -238,6 +238,7 @@ export class ZkSession extends EventEmitter<ZkSessionEvents> implements AsyncDis
         this.on('state', onState);
         closed.addEventListener('abort', onAbort, { once: true });
         scope.signal.addEventListener('abort', onAbort, { once: true });
+        if (closed.aborted || scope.signal.aborted) onAbort(); // aborted already: no event will come
       });
     } catch (e) {
       if (options.timeoutMs === undefined && e instanceof AcquireTimeoutError) {
