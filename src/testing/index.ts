@@ -14,3 +14,4 @@ export { spawnWorker, workerReport, onParentMessage, WorkerHandle, type WorkerEv
 export { reapOrphans, liveResources, type ReapReport } from './registry.js';
 export { freePort, freePorts, tcpExchange, httpRequest } from './net.js';
 export { ManagedProcess, makeTempDir, type ExitInfo } from './process.js';
+export * from './history/index.js';
