@@ -10,6 +10,8 @@ command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
 [ -x /usr/bin/etcdctl ] || missing+=(etcd-client)
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
+# The chaos suite steps candidates' wall clocks with libfaketime.
+ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1 || missing+=(faketime)
 
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
