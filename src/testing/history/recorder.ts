@@ -110,8 +110,11 @@ export class HistoryRecorder {
     const fence = lease.fence;
     let reported = -1n;
     const sample = (): void => {
+      // `lost` checks the deadline first: a holder that wakes past it (SIGSTOP, a long GC) must
+      // not report "now" as its deadline; its last report before the freeze stands.
+      if (lease.lost) return;
       const remaining = lease.remainingMs();
-      if (!Number.isFinite(remaining) || lease.signal.aborted) return;
+      if (!Number.isFinite(remaining) || remaining <= 0) return;
       const deadline = monotonicNs() + BigInt(Math.round(remaining * 1e6));
       // Only moves of more than 1 ms: the two clock reads differ by microseconds each time.
       if (deadline > reported + 1_000_000n) {
