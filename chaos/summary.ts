@@ -29,6 +29,7 @@ export function summarize(report: ChaosReport, historyFile?: string): string {
     `  terms: ${s.terms} · by candidate slot: ${[...slots].sort().map(([k, n]) => `${k} ${n}`).join(', ')}`,
     `  failover, ms from the fault (or release) to the next grant:`,
     ...distribution(s.failovers).map((l) => `    ${l}`),
+    `  holder kept its term through: ${Object.entries(s.survived).map(([k, n]) => `${k} ${n}`).join(', ') || 'none'}`,
     `  violations: ${result.violations.length}${result.violations.length ? ` (${[...new Set(result.violations.map((v) => v.rule))].map((r) => `${r} ${result.violations.filter((v) => v.rule === r).length}`).join(', ')})` : ''}`,
     ...result.violations.slice(0, 10).map((v) => `    ${v.rule}: ${v.message}`),
   ];

@@ -70,7 +70,7 @@ function highestAckedBefore(index: ReturnType<typeof ackIndex>, register: string
 }
 
 function stats(sorted: readonly HistoryOp[], terms: readonly Term[]): CheckStats {
-  const s: CheckStats = { operations: {}, staleRejected: 0, writesAcknowledged: 0, terms: terms.length, termsByProcess: {}, faults: {}, failovers: [], excusedOverlaps: 0 };
+  const s: CheckStats = { operations: {}, staleRejected: 0, writesAcknowledged: 0, terms: terms.length, termsByProcess: {}, faults: {}, failovers: [], survived: {}, excusedOverlaps: 0 };
   for (const op of sorted) {
     if (op.f === 'fault') {
       if (op.phase !== 'end' && op.fault) s.faults[op.fault] = (s.faults[op.fault] ?? 0) + 1;
@@ -193,8 +193,11 @@ export function checkHistory(history: History, options?: CheckOptions): CheckRes
   const failovers: { cause: string; from: string; at: bigint }[] = [];
   for (const op of sorted) {
     if (op.f === 'fault' && op.phase !== 'end' && op.target !== undefined && op.fault) {
-      const held = terms.some((t) => t.process === op.target && t.start <= op.t && t.end >= op.t);
-      if (held) failovers.push({ cause: op.fault, from: op.target, at: op.t });
+      const held = terms.find((t) => t.process === op.target && t.start <= op.t && t.end >= op.t);
+      if (!held) continue;
+      // A holder that kept its term through the fault (and later resigned) had no failover.
+      if (held.endedBy === 'released' || held.endedBy === 'open') s.survived[op.fault] = (s.survived[op.fault] ?? 0) + 1;
+      else failovers.push({ cause: op.fault, from: op.target, at: op.t });
     } else if (op.f === 'release' && op.type === 'invoke') {
       failovers.push({ cause: 'release', from: op.process, at: op.t });
     }

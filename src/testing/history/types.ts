@@ -120,7 +120,10 @@ export interface CheckStats {
   termsByProcess: Record<string, number>;
   /** Faults started, by kind. */
   faults: Record<string, number>;
+  /** Failovers: each fault done to a holder that ended its term, and each release, to the next grant elsewhere. */
   failovers: Failover[];
+  /** Faults done to a holder that kept its term through them (it resigned later), by kind. */
+  survived: Record<string, number>;
   /** Overlaps excused because one holder was paused and none of its writes in the overlap was accepted. */
   excusedOverlaps: number;
 }
