@@ -22,6 +22,8 @@ export interface NemesisOptions {
   failoverBoundMs: number;
   /** Only these kinds, when given. */
   only?: readonly string[];
+  /** Chance that a fault on a candidate hits the current holder. @default 0.75 */
+  aimAtHolder?: number;
   /** One line per fault, for the run's log. */
   log?: (line: string) => void;
 }
@@ -69,7 +71,7 @@ export class Nemesis {
 
   async #candidateFault(kind: (typeof CANDIDATE_FAULTS)[number]): Promise<void> {
     const { pool, rng, rec, ttlMs, log } = this.#o;
-    const slot = this.#target(kind === 'clock-jump' ? 0.5 : 0.75);
+    const slot = this.#target(kind === 'clock-jump' ? 0.5 : (this.#o.aimAtHolder ?? 0.75));
     const who = pool.name(slot);
     const say = (detail: string): void => log?.(`nemesis: ${kind} ${who} ${detail}`);
     switch (kind) {

@@ -17,6 +17,8 @@ export interface ChaosOptions {
   failoverBoundMs?: number;
   /** Writes skip the fence check: the checker must find violations. @default false */
   bypassFencing?: boolean;
+  /** Chance that a fault on a candidate hits the current holder. @default 0.75 */
+  aimAtHolder?: number;
   /** Only these fault kinds. @default all the backend offers */
   faults?: string[];
   /** Where to write the JSON history. @default none */
@@ -46,6 +48,7 @@ export function chaosConfig(options: ChaosOptions): ChaosConfig {
     marginMs,
     failoverBoundMs: optionalNumber('failoverBoundMs', o.failoverBoundMs, ttlMs + 3000, { min: ttlMs }),
     bypassFencing: optionalBoolean('bypassFencing', o.bypassFencing, false),
+    aimAtHolder: optionalNumber('aimAtHolder', o.aimAtHolder, 0.75, { min: 0, max: 1 }),
     faults: o.faults,
     historyFile: o.historyFile,
     log: o.log,

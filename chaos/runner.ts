@@ -47,6 +47,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   let pool: CandidatePool | undefined;
   try {
     await Promise.all([store.start(cfg.candidates), registers.start(dir)]);
+    log(`chaos ${cfg.backend}: servers up at ${((performance.now() - started) / 1000).toFixed(1)} s`);
     const p = (pool = new CandidatePool(
       store,
       {
@@ -69,17 +70,22 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       if (performance.now() > warm) throw new Error(`chaos ${cfg.backend}: nobody was elected within 60 s`);
       await sleep(50);
     }
-    log(`chaos ${cfg.backend}: ${cfg.candidates} candidates up, first term granted; nemesis for ${cfg.durationMs} ms (seed ${cfg.seed})`);
-    const nemesis = new Nemesis({ rng: new Rng(cfg.seed), rec: nemesisRec, pool: p, storeFaults: store.faults, ttlMs: cfg.ttlMs, failoverBoundMs: cfg.failoverBoundMs, only: cfg.faults, log });
+    // The leak check must see a live holder's lock, or finding nothing at the end proves nothing.
+    if ((await store.leftovers()).length === 0) throw new Error(`chaos ${cfg.backend}: the leak check does not see the holder's lock`);
+    log(`chaos ${cfg.backend}: ${cfg.candidates} candidates up at ${((performance.now() - started) / 1000).toFixed(1)} s, first term granted; nemesis for ${cfg.durationMs} ms (seed ${cfg.seed})`);
+    const nemesis = new Nemesis({ rng: new Rng(cfg.seed), rec: nemesisRec, pool: p, storeFaults: store.faults, ttlMs: cfg.ttlMs, failoverBoundMs: cfg.failoverBoundMs, only: cfg.faults, aimAtHolder: cfg.aimAtHolder, log });
     if (nemesis.kinds.length === 0) throw new ConfigError('faults', `none of ${cfg.faults?.join(', ')} applies to ${cfg.backend}`);
     const stop = new AbortController();
     const timer = setTimeout(() => stop.abort(), cfg.durationMs);
     await nemesis.run(stop.signal);
     clearTimeout(timer);
+    log(`chaos ${cfg.backend}: nemesis done at ${((performance.now() - started) / 1000).toFixed(1)} s; healing and stopping`);
     await store.heal();
     const grace = 2 * cfg.ttlMs + 5000;
     await p.stopAll(grace, (name) => nemesisRec.fault('kill', 'start', name, 'did not leave in time'));
+    log(`chaos ${cfg.backend}: candidates gone at ${((performance.now() - started) / 1000).toFixed(1)} s`);
     const left = await leftovers(store, grace);
+    log(`chaos ${cfg.backend}: leak check done at ${((performance.now() - started) / 1000).toFixed(1)} s`);
     const history: History = { ops: [...p.ops, ...nemesisRec.ops], registers: await registers.logs(), leftovers: left };
     const result = checkHistory(history, { failoverBoundMs: cfg.failoverBoundMs });
     const { log: _log, ...config } = cfg;

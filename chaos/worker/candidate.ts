@@ -34,7 +34,7 @@ onParentMessage((m) => {
   if ((m as { cmd?: string }).cmd === 'stop') stop.abort(new Error('stopping'));
 });
 const registers = openRegisters(cfg.registers, cfg.bypass);
-const candidate = kinds[cfg.store.backend](cfg);
+const candidate = (await kinds[cfg.store.backend]())(cfg);
 let writes = 0;
 
 async function hold(term: Awaited<ReturnType<typeof candidate.campaign>>): Promise<void> {
