@@ -98,6 +98,16 @@ describe('the history checker', () => {
     expect(ok.terms[0]).toMatchObject({ end: ns(100), endedBy: 'crash' });
   });
 
+  it('a store fault that ends the term counts toward the failover distribution, the same process winning again too', () => {
+    const ops = [...grant(0, 'A', 1n), fault(100, 'cluster-restart', 'start'), ended(150, 'A', 1n, 'suspended'), fault(600, 'cluster-restart', 'end'), ...grant(900, 'A', 2n)];
+    const r = checkHistory({ ops }, { failoverBoundMs: 2000 });
+    expect(r.violations).toEqual([]);
+    expect(r.stats.failovers).toEqual([{ cause: 'cluster-restart', from: 'A', to: 'A', ms: 800 }]);
+    // A term that outlives the fault (resigned later) is counted as kept.
+    const kept = checkHistory({ ops: [...grant(0, 'A', 1n), fault(100, 'member-kill', 'start'), ended(500, 'A', 1n, 'released')] });
+    expect(kept.stats.survived).toEqual({ 'member-kill': 1 });
+  });
+
   it('leak: the store still holds something once everyone left', () => {
     expect(rules({ ...clean(), leftovers: ['key chaos/leader/694d9a'] })).toEqual(['leak']);
   });

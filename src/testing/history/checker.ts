@@ -189,21 +189,23 @@ export function checkHistory(history: History, options?: CheckOptions): CheckRes
 
   // failover (and the failover distribution, for every fault done to a holder and every release)
   const historyEnd = sorted.at(-1)?.t ?? 0n;
-  const nextGrant = (after: bigint, other: string): Term | undefined => terms.find((t) => t.start > after && t.process !== other);
-  const failovers: { cause: string; from: string; at: bigint }[] = [];
+  // A fault done to the store itself (no target) may end the term of whoever held it, and the
+  // same process may win the next one: there any next grant counts.
+  const nextGrant = (after: bigint, other: string | undefined): Term | undefined => terms.find((t) => t.start > after && t.process !== other);
+  const failovers: { cause: string; from: string; at: bigint; anyone: boolean }[] = [];
   for (const op of sorted) {
-    if (op.f === 'fault' && op.phase !== 'end' && op.target !== undefined && op.fault) {
-      const held = terms.find((t) => t.process === op.target && t.start <= op.t && t.end >= op.t);
+    if (op.f === 'fault' && op.phase !== 'end' && op.fault) {
+      const held = terms.find((t) => (op.target === undefined || t.process === op.target) && t.start <= op.t && t.end >= op.t);
       if (!held) continue;
       // A holder that kept its term through the fault (and later resigned) had no failover.
       if (held.endedBy === 'released' || held.endedBy === 'open') s.survived[op.fault] = (s.survived[op.fault] ?? 0) + 1;
-      else failovers.push({ cause: op.fault, from: op.target, at: op.t });
+      else failovers.push({ cause: op.fault, from: held.process, at: op.t, anyone: op.target === undefined });
     } else if (op.f === 'release' && op.type === 'invoke') {
-      failovers.push({ cause: 'release', from: op.process, at: op.t });
+      failovers.push({ cause: 'release', from: op.process, at: op.t, anyone: false });
     }
   }
   for (const f of failovers) {
-    const next = nextGrant(f.at, f.from);
+    const next = nextGrant(f.at, f.anyone ? undefined : f.from);
     const took = next ? ms(next.start - f.at) : undefined;
     if (next && took !== undefined) s.failovers.push({ cause: f.cause, from: f.from, to: next.process, ms: took } satisfies Failover);
     if (f.cause !== 'kill' || bound === undefined) continue;

@@ -100,7 +100,10 @@ export interface Term {
   endedBy: string;
 }
 
-/** Time from a fault done to the holder to the next grant to another process. */
+/**
+ * Time from a fault that ended the holder's term (or from a release) to the next grant: to
+ * another process, or to anyone when the fault was done to the store itself.
+ */
 export interface Failover {
   cause: string;
   from: string;
@@ -120,7 +123,7 @@ export interface CheckStats {
   termsByProcess: Record<string, number>;
   /** Faults started, by kind. */
   faults: Record<string, number>;
-  /** Failovers: each fault done to a holder that ended its term, and each release, to the next grant elsewhere. */
+  /** Failovers: each fault that ended the holder's term, and each release, to the next grant (see {@link Failover}). */
   failovers: Failover[];
   /** Faults done to a holder that kept its term through them (it resigned later), by kind. */
   survived: Record<string, number>;
