@@ -1,31 +1,30 @@
 import { Etcd3 } from 'etcd3';
-import { EtcdCluster } from '../../src/testing/index.js';
-import { memberKill, ProxySet, storeRestart, type ChaosStore } from './types.js';
+import { EtcdCluster, type FaultProxy } from '../../src/testing/index.js';
+import { memberKill, ProxiedStore, storeRestart } from './types.js';
 
 /** A 3-member etcd cluster; each candidate reaches every member through its own proxy. */
-export class EtcdStore implements ChaosStore {
+export class EtcdStore extends ProxiedStore {
   readonly backend = 'etcd';
   readonly name = 'chaos/leader';
-  readonly #cluster = new EtcdCluster();
-  readonly #proxies = new ProxySet();
-  readonly faults = [memberKill(() => this.#cluster.members), storeRestart('cluster-restart', (hard) => this.#cluster.restart({ hard }))];
+  readonly #cluster: EtcdCluster;
+  readonly faults;
 
-  async start(slots: number): Promise<void> {
-    await this.#cluster.start();
-    await this.#proxies.start(slots, this.#cluster.members.map((m) => m.clientPort));
+  constructor(cluster = new EtcdCluster()) {
+    super(cluster);
+    this.#cluster = cluster;
+    this.faults = [memberKill(() => cluster.members), storeRestart('cluster-restart', (hard) => cluster.restart({ hard }))];
   }
 
-  endpoints(slot: number) {
-    return { backend: 'etcd' as const, hosts: this.#proxies.of(slot).map((p) => `http://${p.address}`) };
+  protected ports(): number[] {
+    return this.#cluster.members.map((m) => m.clientPort);
   }
 
-  proxies(slot: number) {
-    return this.#proxies.of(slot);
+  protected via(proxies: readonly FaultProxy[]) {
+    return { backend: 'etcd' as const, hosts: proxies.map((p) => `http://${p.address}`) };
   }
 
-  async heal(): Promise<void> {
-    this.#proxies.healAll();
-    await this.#cluster.start();
+  override async heal(): Promise<void> {
+    await super.heal();
     await this.#cluster.waitForLeader();
   }
 
@@ -38,10 +37,5 @@ export class EtcdStore implements ChaosStore {
     } finally {
       client.close();
     }
-  }
-
-  async stop(): Promise<void> {
-    await this.#proxies.stop();
-    await this.#cluster.stop();
   }
 }

@@ -1,37 +1,31 @@
 import pg from 'pg';
 import { DEFAULT_NAMESPACE } from '../../src/recipes/postgres/index.js';
-import { PostgresServer } from '../../src/testing/index.js';
-import { ProxySet, storeRestart, type ChaosStore } from './types.js';
+import { PostgresServer, type FaultProxy } from '../../src/testing/index.js';
+import { ProxiedStore, storeRestart } from './types.js';
 
 /**
  * One Postgres server. `synchronous_commit` is on (the kit's default is off, for speed): a
  * crashed server with asynchronous commit may lose the last WAL of `tenure_fence_seq` and hand
  * out a fence again, which is a property of that setting, not of the locks under test.
  */
-export class PostgresStore implements ChaosStore {
+export class PostgresStore extends ProxiedStore {
   readonly backend = 'postgres';
   readonly name = 'chaos-leader';
-  readonly #server = new PostgresServer({ settings: { synchronous_commit: 'on' } });
-  readonly #proxies = new ProxySet();
-  readonly faults = [storeRestart('store-restart', (hard) => this.#server.restart({ hard }), false)];
+  readonly #server: PostgresServer;
+  readonly faults;
 
-  async start(slots: number): Promise<void> {
-    await this.#server.start();
-    await this.#proxies.start(slots, [this.#server.port]);
+  constructor(server = new PostgresServer({ settings: { synchronous_commit: 'on' } })) {
+    super(server);
+    this.#server = server;
+    this.faults = [storeRestart('store-restart', (hard) => server.restart({ hard }), false)];
   }
 
-  endpoints(slot: number) {
-    const p = this.#proxies.of(slot)[0]!;
-    return { backend: 'postgres' as const, host: p.host, port: p.port };
+  protected ports(): number[] {
+    return [this.#server.port];
   }
 
-  proxies(slot: number) {
-    return this.#proxies.of(slot);
-  }
-
-  async heal(): Promise<void> {
-    this.#proxies.healAll();
-    await this.#server.start();
+  protected via(proxies: readonly FaultProxy[]) {
+    return { backend: 'postgres' as const, host: proxies[0]!.host, port: proxies[0]!.port };
   }
 
   async leftovers(): Promise<string[]> {
@@ -46,10 +40,5 @@ export class PostgresStore implements ChaosStore {
     } finally {
       await client.end();
     }
-  }
-
-  async stop(): Promise<void> {
-    await this.#proxies.stop();
-    await this.#server.stop();
   }
 }

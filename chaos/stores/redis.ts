@@ -1,32 +1,26 @@
 import { Redis } from 'ioredis';
-import { RedisServer } from '../../src/testing/index.js';
-import { ProxySet, storeRestart, type ChaosStore } from './types.js';
+import { RedisServer, type FaultProxy } from '../../src/testing/index.js';
+import { ProxiedStore, storeRestart } from './types.js';
 
 /** One Redis server without persistence: a restart loses every lock, lease and fence counter. */
-export class RedisStore implements ChaosStore {
+export class RedisStore extends ProxiedStore {
   readonly backend = 'redis';
   readonly name = 'chaos-leader';
-  readonly #server = new RedisServer();
-  readonly #proxies = new ProxySet();
-  readonly faults = [storeRestart('store-restart', (hard) => this.#server.restart({ hard }))];
+  readonly #server: RedisServer;
+  readonly faults;
 
-  async start(slots: number): Promise<void> {
-    await this.#server.start();
-    await this.#proxies.start(slots, [this.#server.port]);
+  constructor(server = new RedisServer()) {
+    super(server);
+    this.#server = server;
+    this.faults = [storeRestart('store-restart', (hard) => server.restart({ hard }))];
   }
 
-  endpoints(slot: number) {
-    const p = this.#proxies.of(slot)[0]!;
-    return { backend: 'redis' as const, host: p.host, port: p.port };
+  protected ports(): number[] {
+    return [this.#server.port];
   }
 
-  proxies(slot: number) {
-    return this.#proxies.of(slot);
-  }
-
-  async heal(): Promise<void> {
-    this.#proxies.healAll();
-    await this.#server.start();
+  protected via(proxies: readonly FaultProxy[]) {
+    return { backend: 'redis' as const, host: proxies[0]!.host, port: proxies[0]!.port };
   }
 
   async leftovers(): Promise<string[]> {
@@ -38,10 +32,5 @@ export class RedisStore implements ChaosStore {
     } finally {
       redis.disconnect();
     }
-  }
-
-  async stop(): Promise<void> {
-    await this.#proxies.stop();
-    await this.#server.stop();
   }
 }

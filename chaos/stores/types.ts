@@ -32,8 +32,52 @@ export interface ChaosStore {
   stop(): Promise<void>;
 }
 
+/**
+ * The part every store shares: its servers (one handle, a server or a cluster) and one proxy per
+ * (slot, server port), so each candidate's links can be faulted alone. A store says what its
+ * servers are, how a candidate is told about its proxies, and how to probe for leftovers.
+ */
+export abstract class ProxiedStore implements ChaosStore {
+  abstract readonly backend: Backend;
+  abstract readonly name: string;
+  abstract readonly faults: readonly StoreFault[];
+  readonly #proxies = new ProxySet();
+
+  /** @param servers the store's server or cluster handle */
+  constructor(protected readonly servers: { start(): Promise<unknown>; stop(): Promise<void> }) {}
+
+  /** The ports the proxies forward to, once started. */
+  protected abstract ports(): number[];
+  /** How a candidate reaches the store through `proxies`. */
+  protected abstract via(proxies: readonly FaultProxy[]): StoreEndpoints;
+  abstract leftovers(): Promise<string[]>;
+
+  async start(slots: number): Promise<void> {
+    await this.servers.start();
+    await this.#proxies.start(slots, this.ports());
+  }
+
+  endpoints(slot: number): StoreEndpoints {
+    return this.via(this.#proxies.of(slot));
+  }
+
+  proxies(slot: number): readonly FaultProxy[] {
+    return this.#proxies.of(slot);
+  }
+
+  async heal(): Promise<void> {
+    this.#proxies.healAll();
+    await this.servers.start();
+  }
+
+  async stop(): Promise<void> {
+    await this.#proxies.stop();
+    await this.servers.stop();
+  }
+}
+
 /** One proxy per (slot, server port): the links of each candidate, faultable one candidate at a time. */
-export class ProxySet {
+class ProxySet {
   readonly #bySlot: FaultProxy[][] = [];
 
   async start(slots: number, ports: readonly number[]): Promise<void> {

@@ -1,31 +1,30 @@
 import zookeeper from 'node-zookeeper-client';
-import { ZooKeeperEnsemble } from '../../src/testing/index.js';
-import { memberKill, ProxySet, storeRestart, type ChaosStore } from './types.js';
+import { ZooKeeperEnsemble, type FaultProxy } from '../../src/testing/index.js';
+import { memberKill, ProxiedStore, storeRestart } from './types.js';
 
 /** A 3-member ZooKeeper ensemble; each candidate reaches every member through its own proxy. */
-export class ZkStore implements ChaosStore {
+export class ZkStore extends ProxiedStore {
   readonly backend = 'zk';
   readonly name = '/chaos/leader';
-  readonly #ensemble = new ZooKeeperEnsemble();
-  readonly #proxies = new ProxySet();
-  readonly faults = [memberKill(() => this.#ensemble.members), storeRestart('cluster-restart', (hard) => this.#ensemble.restart({ hard }))];
+  readonly #ensemble: ZooKeeperEnsemble;
+  readonly faults;
 
-  async start(slots: number): Promise<void> {
-    await this.#ensemble.start();
-    await this.#proxies.start(slots, this.#ensemble.members.map((m) => m.port));
+  constructor(ensemble = new ZooKeeperEnsemble()) {
+    super(ensemble);
+    this.#ensemble = ensemble;
+    this.faults = [memberKill(() => ensemble.members), storeRestart('cluster-restart', (hard) => ensemble.restart({ hard }))];
   }
 
-  endpoints(slot: number) {
-    return { backend: 'zk' as const, connectionString: this.#proxies.of(slot).map((p) => p.address).join(',') };
+  protected ports(): number[] {
+    return this.#ensemble.members.map((m) => m.port);
   }
 
-  proxies(slot: number) {
-    return this.#proxies.of(slot);
+  protected via(proxies: readonly FaultProxy[]) {
+    return { backend: 'zk' as const, connectionString: proxies.map((p) => p.address).join(',') };
   }
 
-  async heal(): Promise<void> {
-    this.#proxies.healAll();
-    await this.#ensemble.start();
+  override async heal(): Promise<void> {
+    await super.heal();
     await this.#ensemble.waitForLeader();
   }
 
@@ -47,10 +46,5 @@ export class ZkStore implements ChaosStore {
     } finally {
       client.close();
     }
-  }
-
-  async stop(): Promise<void> {
-    await this.#proxies.stop();
-    await this.#ensemble.stop();
   }
 }
