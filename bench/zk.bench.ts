@@ -64,7 +64,7 @@ interface Contender {
 }
 
 async function tenureContender(conn: string, path: string): Promise<Contender> {
-  const s = await new ZkSession(conn, { sessionTimeoutMs: 10_000 }).start();
+  const s = await ZkSession.create({ connectionString: conn, ttlMs: 10_000 });
   const m = new InterProcessMutex(s, path);
   return {
     acquire: async () => {

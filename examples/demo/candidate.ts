@@ -10,7 +10,7 @@ import { LeaseLostError } from '../../src/core/errors.js';
 import { onParentMessage, workerReport } from '../../src/testing/index.js';
 
 const [name, endpoint, ttlArg] = process.argv.slice(2) as [string, string, string];
-const ttlSeconds = Number(ttlArg);
+const ttlMs = Number(ttlArg) * 1000;
 const client = createEtcdClient({ hosts: [endpoint] });
 const offsetNs = process.hrtime.bigint() - BigInt(Math.round(performance.now() * 1e6));
 const toNs = (ms: number): string => String(offsetNs + BigInt(Math.round(ms * 1e6)));
@@ -35,8 +35,8 @@ onParentMessage((m) => {
 });
 
 for (;;) {
-  const session = await EtcdSession.create({ client, ttlSeconds });
-  const election = new EtcdElection(session, 'demo/leader', { value: name });
+  const session = await EtcdSession.create({ client, ttlMs });
+  const election = new EtcdElection(session, 'demo/leader', { id: name });
   try {
     term = await election.campaign();
   } catch {

@@ -1,5 +1,6 @@
 import type { Etcd3, IDuplexStream, ILeaseKeepAliveRequest, ILeaseKeepAliveResponse } from 'etcd3';
-import type { Logger } from 'pino';
+import { ClosedError } from '../../core/errors.js';
+import type { Logger } from '../../core/options.js';
 import type { Clock } from '../../core/clock.js';
 
 type Stream = IDuplexStream<ILeaseKeepAliveRequest, ILeaseKeepAliveResponse>;
@@ -74,7 +75,7 @@ export class KeepAliveLoop {
         if (this.#stopped) {
           stream.on('error', () => undefined);
           stream.end();
-          throw new Error('keepalive stopped');
+          throw new ClosedError('etcd keepalive');
         }
         this.#stream = stream;
         this.#pending = [];

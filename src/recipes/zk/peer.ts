@@ -1,0 +1,4 @@
+import { loadPeer } from '../../core/peer.js';
+
+/** The `node-zookeeper-client` package, loaded so that its absence is a MissingPeerError naming it. */
+export const zookeeper = loadPeer<typeof import('node-zookeeper-client')>('tenure/zk', 'node-zookeeper-client');
