@@ -1,4 +1,4 @@
-import { sleep } from '../src/index.js';
+import { sleep } from '../src/core/abort.js';
 import type { HistoryRecorder } from '../src/testing/index.js';
 import type { CandidatePool } from './candidates.js';
 import type { Rng } from './rng.js';

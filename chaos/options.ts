@@ -1,4 +1,5 @@
-import { ConfigError, optionalBoolean, optionalNumber, requireOptions } from '../src/index.js';
+import { ConfigError } from '../src/index.js';
+import { optionalBoolean, optionalNumber, requireOptions } from '../src/core/validate.js';
 import { BACKENDS, type Backend } from './stores/index.js';
 
 export interface ChaosOptions {

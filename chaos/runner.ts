@@ -1,7 +1,9 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { ConfigError, sleep } from '../src/index.js';
-import { checkHistory, historyToJSON, HistoryRecorder, makeTempDir, type CheckResult, type History } from '../src/testing/index.js';
+import { ConfigError } from '../src/index.js';
+import { sleep } from '../src/core/abort.js';
+import { checkHistory, historyToJSON, HistoryRecorder, type CheckResult, type History } from '../src/testing/index.js';
+import { makeTempDir } from '../src/testing/process.js';
 import { removeDir } from '../src/testing/registry.js';
 import { CandidatePool, findFaketime } from './candidates.js';
 import { Nemesis } from './nemesis.js';

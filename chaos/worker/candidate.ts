@@ -6,7 +6,7 @@
  * must refuse it. Every operation goes to the parent as a history entry (HistoryRecorder).
  * Config: env CHAOS_WORKER (JSON, see WorkerConfig).
  */
-import { sleep } from '../../src/index.js';
+import { sleep } from '../../src/core/abort.js';
 import { HistoryRecorder, onParentMessage, workerReport } from '../../src/testing/index.js';
 import { Rng } from '../rng.js';
 import type { CandidateContext } from './kind.js';
@@ -46,7 +46,7 @@ async function hold(term: Awaited<ReturnType<typeof candidate.campaign>>): Promi
     await rec.write(register.name, id, term.fence, () => register.write(id, term.fence)).catch(() => undefined);
     if (n % cfg.writesPerRound === 0 && rng.chance(cfg.resignChance)) break;
   }
-  if (!term.signal.aborted) await rec.release(term, () => candidate.resign(term)).catch(() => undefined);
+  if (!term.signal.aborted) await rec.release(term, () => candidate.resign()).catch(() => undefined);
 }
 
 workerReport('ready');

@@ -9,8 +9,8 @@ import type { Lease } from '../../src/index.js';
 export interface ChaosCandidate {
   /** Waits for a term; rejects with `signal.reason` when `signal` aborts. May be called again after any loss. */
   campaign(signal: AbortSignal): Promise<Lease>;
-  /** Ends a live term (resign). */
-  resign(term: Lease): Promise<void>;
+  /** Ends the live term (resign); the candidate stays usable. */
+  resign(): Promise<void>;
   /** Leaves for good: ends any term, closes sessions and clients. */
   close(): Promise<void>;
 }

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, LeaseController, StaleFenceError } from '../../src/index.js';
-import { checkHistory, historyFromJSON, historyToJSON, HistoryRecorder, reconstructTerms, type History, type HistoryOp, type Rule } from '../../src/testing/index.js';
+import { ConfigError, StaleFenceError } from '../../src/index.js';
+import { LeaseController } from '../../src/core/lease.js';
+import { checkHistory, historyFromJSON, historyToJSON, HistoryRecorder, type History, type HistoryOp, type CheckRule } from '../../src/testing/index.js';
+import { reconstructTerms } from '../../src/testing/history/terms.js';
 import { pollValue } from '../helpers/wait.js';
 
 /** A history entry at `ms` milliseconds on a made-up monotonic timeline. */
@@ -15,7 +17,7 @@ const write = (ms: number, p: string, fence: bigint, id: string, end: 'ok' | 'fa
 ];
 const ended = (ms: number, p: string, fence: bigint, reason = 'released'): HistoryOp => op(ms, p, 'info', 'term-end', { fence, error: reason });
 const fault = (ms: number, kind: string, phase: 'start' | 'end', target?: string): HistoryOp => op(ms, 'nemesis', 'info', 'fault', { fault: kind, phase, ...(target ? { target } : {}) });
-const rules = (h: History, bound?: number): Rule[] => [...new Set(checkHistory(h, bound === undefined ? {} : { failoverBoundMs: bound }).violations.map((v) => v.rule))].sort();
+const rules = (h: History, bound?: number): CheckRule[] => [...new Set(checkHistory(h, bound === undefined ? {} : { failoverBoundMs: bound }).violations.map((v) => v.rule))].sort();
 
 /** A holds fence 1 and writes, resigns; B holds fence 2 and writes, resigns. Nothing wrong. */
 const clean = (): History => ({

@@ -2,27 +2,25 @@ import { createEtcdClient, EtcdElection, EtcdSession } from '../../../src/recipe
 import type { CandidateKind } from '../kind.js';
 
 /**
- * etcd: one session (lease) per term attempt, renewed when it was lost; the election object is
- * the session's. The client is shared and lives as long as the candidate.
+ * etcd: one client, one session and one election for the candidate's life; after a loss the same
+ * election campaigns again on a fresh lease.
  */
 export const etcdCandidate: CandidateKind = (ctx) => {
   if (ctx.store.backend !== 'etcd') throw new Error('etcd candidate needs etcd endpoints');
   const client = createEtcdClient({ hosts: ctx.store.hosts });
-  let session: EtcdSession | undefined;
   let election: EtcdElection | undefined;
   return {
     async campaign(signal) {
-      if (!session || session.signal.aborted) {
-        await election?.close().catch(() => undefined);
-        session = await EtcdSession.create({ client, ttlSeconds: ctx.ttlMs / 1000, safetyMarginMs: ctx.marginMs });
-        election = new EtcdElection(session, ctx.name, { value: ctx.id });
+      if (!election) {
+        const session = await EtcdSession.create({ client, ttlMs: ctx.ttlMs, safetyMarginMs: ctx.marginMs });
+        election = new EtcdElection(session, ctx.name, { id: ctx.id });
       }
-      return election!.campaign({ signal });
+      return election.campaign({ signal });
     },
-    resign: (term) => term.release(),
+    resign: async () => election?.resign(),
     async close() {
       await election?.close().catch(() => undefined);
-      await session?.close().catch(() => undefined);
+      await election?.session.close().catch(() => undefined);
       client.close();
     },
   };

@@ -3,7 +3,7 @@ import type { CandidateKind } from '../kind.js';
 
 /**
  * ZooKeeper: one session for the candidate's life (it makes a new ZooKeeper session by itself
- * after LOST) and one LeaderLatch, which re-joins the queue by itself after every term.
+ * after LOST) and one LeaderLatch, which campaigns again after any loss.
  */
 export const zkCandidate: CandidateKind = (ctx) => {
   if (ctx.store.backend !== 'zk') throw new Error('zk candidate needs a connection string');
@@ -12,21 +12,13 @@ export const zkCandidate: CandidateKind = (ctx) => {
   let latch: LeaderLatch | undefined;
   return {
     async campaign(signal) {
-      if (!session) {
-        const s = new ZkSession(cs, { sessionTimeoutMs: ctx.ttlMs, safetyMarginMs: ctx.marginMs });
-        try {
-          await s.start({ signal });
-        } catch (e) {
-          await s.close();
-          throw e;
-        }
-        session = s;
+      if (!latch) {
+        session = await ZkSession.create({ connectionString: cs, ttlMs: ctx.ttlMs, safetyMarginMs: ctx.marginMs }, { signal });
         latch = new LeaderLatch(session, ctx.name, { id: ctx.id });
       }
-      return latch!.campaign({ signal });
+      return latch.campaign({ signal });
     },
-    // Ending the term is enough: the latch queues again with a new node.
-    resign: (term) => term.release(),
+    resign: async () => latch?.resign(),
     async close() {
       await latch?.close().catch(() => undefined);
       await session?.close().catch(() => undefined);

@@ -1,7 +1,7 @@
 import { ConfigError } from '../../core/errors.js';
 import { requireNumber, requireOptions } from '../../core/validate.js';
 import { byTime, pauses, reconstructTerms } from './terms.js';
-import type { CheckOptions, CheckResult, CheckStats, Failover, History, HistoryOp, Term, Violation } from './types.js';
+import type { CheckOptions, CheckResult, CheckStats, Failover, History, HistoryOp, HistoryTerm, Violation } from './types.js';
 
 /** A write with its invocation and completion. */
 interface Write {
@@ -69,7 +69,7 @@ function highestAckedBefore(index: ReturnType<typeof ackIndex>, register: string
   return lo === 0 ? undefined : { fence: idx.max[lo - 1]!, id: idx.id[lo - 1]! };
 }
 
-function stats(sorted: readonly HistoryOp[], terms: readonly Term[]): CheckStats {
+function stats(sorted: readonly HistoryOp[], terms: readonly HistoryTerm[]): CheckStats {
   const s: CheckStats = { operations: {}, staleRejected: 0, writesAcknowledged: 0, terms: terms.length, termsByProcess: {}, faults: {}, failovers: [], survived: {}, excusedOverlaps: 0 };
   for (const op of sorted) {
     if (op.f === 'fault') {
@@ -135,7 +135,7 @@ export function checkHistory(history: History, options?: CheckOptions): CheckRes
   }
 
   // stale-write
-  const termOf = new Map<string, Term>();
+  const termOf = new Map<string, HistoryTerm>();
   for (const t of terms) termOf.set(`${t.process}|${t.fence}`, t);
   for (const w of writes) {
     if (w.end?.type !== 'ok') continue;
@@ -157,7 +157,7 @@ export function checkHistory(history: History, options?: CheckOptions): CheckRes
 
   // overlap
   const paused = pauses(sorted);
-  const excused = (a: Term, from: bigint, to: bigint): boolean =>
+  const excused = (a: HistoryTerm, from: bigint, to: bigint): boolean =>
     (paused.get(a.process) ?? []).some((p) => p.from < to && p.to > from) &&
     !writes.some((w) => w.process === a.process && w.fence === a.fence && w.end?.type === 'ok' && w.end.t > from);
   for (let i = 0; i < terms.length; i++) {
@@ -191,7 +191,7 @@ export function checkHistory(history: History, options?: CheckOptions): CheckRes
   const historyEnd = sorted.at(-1)?.t ?? 0n;
   // A fault done to the store itself (no target) may end the term of whoever held it, and the
   // same process may win the next one: there any next grant counts.
-  const nextGrant = (after: bigint, other: string | undefined): Term | undefined => terms.find((t) => t.start > after && t.process !== other);
+  const nextGrant = (after: bigint, other: string | undefined): HistoryTerm | undefined => terms.find((t) => t.start > after && t.process !== other);
   const failovers: { cause: string; from: string; at: bigint; anyone: boolean }[] = [];
   for (const op of sorted) {
     if (op.f === 'fault' && op.phase !== 'end' && op.fault) {

@@ -1,4 +1,4 @@
-import type { HistoryOp, Term } from './types.js';
+import type { HistoryOp, HistoryTerm } from './types.js';
 
 /** Orders entries by their monotonic stamp; entries with equal stamps keep their order. */
 export function byTime(a: { t: bigint }, b: { t: bigint }): number {
@@ -13,11 +13,11 @@ const key = (process: string, fence: bigint): string => `${process}|${fence}`;
  * process's crash (`kill` fault). The deadline matters for a paused holder: it reports the end
  * only after it runs again, but its lease was over at the deadline, which it had reported before.
  */
-export function reconstructTerms(ops: readonly HistoryOp[]): Term[] {
+export function reconstructTerms(ops: readonly HistoryOp[]): HistoryTerm[] {
   const sorted = [...ops].sort(byTime);
   const historyEnd = sorted.at(-1)?.t ?? 0n;
-  const terms: Term[] = [];
-  const open = new Map<string, { term: Term; deadline?: bigint }>();
+  const terms: HistoryTerm[] = [];
+  const open = new Map<string, { term: HistoryTerm; deadline?: bigint }>();
   const close = (k: string, t: bigint, why: string): void => {
     const entry = open.get(k);
     if (!entry) return;
@@ -35,7 +35,7 @@ export function reconstructTerms(ops: readonly HistoryOp[]): Term[] {
     if (op.f === 'acquire' && op.type === 'ok' && op.fence !== undefined) {
       const k = key(op.process, op.fence);
       close(k, op.t, 'regranted');
-      const term: Term = { process: op.process, fence: op.fence, start: op.t, end: historyEnd, endedBy: 'open' };
+      const term: HistoryTerm = { process: op.process, fence: op.fence, start: op.t, end: historyEnd, endedBy: 'open' };
       terms.push(term);
       open.set(k, { term });
     } else if (op.f === 'deadline' && op.fence !== undefined && op.deadline !== undefined) {

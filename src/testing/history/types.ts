@@ -66,7 +66,7 @@ export interface History {
 }
 
 /** The checker's rules, one name each. */
-export type Rule =
+export type CheckRule =
   /** A register accepted a fence below one it had accepted before. */
   | 'fence-order'
   /** A write invoked after its holder's term had ended was acknowledged though a higher fence had been. */
@@ -83,14 +83,14 @@ export type Rule =
   | 'lost-write';
 
 export interface Violation {
-  rule: Rule;
+  rule: CheckRule;
   message: string;
   /** When it happened (CLOCK_MONOTONIC ns), when there is one instant. */
   t?: bigint;
 }
 
 /** A reconstructed term: from the grant to its end by the holder's own log. */
-export interface Term {
+export interface HistoryTerm {
   process: string;
   fence: bigint;
   start: bigint;
@@ -136,7 +136,7 @@ export interface CheckResult {
   valid: boolean;
   violations: Violation[];
   stats: CheckStats;
-  terms: Term[];
+  terms: HistoryTerm[];
 }
 
 export interface CheckOptions {
