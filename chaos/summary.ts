@@ -27,9 +27,9 @@ export function summarize(report: ChaosReport, historyFile?: string): string {
     `  faults: ${Object.entries(s.faults).map(([k, n]) => `${k} ${n}`).join(', ') || 'none'}`,
     `  stale writes rejected: ${s.staleRejected} · writes acknowledged: ${s.writesAcknowledged}`,
     `  terms: ${s.terms} · by candidate slot: ${[...slots].sort().map(([k, n]) => `${k} ${n}`).join(', ')}`,
-    `  failover, ms from the fault (or release) to the next grant:`,
+    `  failover, ms from what ended a term (the last fault on the holder, a release, or nothing: unprovoked) to the next grant:`,
     ...distribution(s.failovers).map((l) => `    ${l}`),
-    `  holder kept its term through: ${Object.entries(s.survived).map(([k, n]) => `${k} ${n}`).join(', ') || 'none'}`,
+    `  faults the holder rode out: ${Object.entries(s.survived).map(([k, n]) => `${k} ${n}`).join(', ') || 'none'}`,
     `  violations: ${result.violations.length}${result.violations.length ? ` (${[...new Set(result.violations.map((v) => v.rule))].map((r) => `${r} ${result.violations.filter((v) => v.rule === r).length}`).join(', ')})` : ''}`,
     ...result.violations.slice(0, 10).map((v) => `    ${v.rule}: ${v.message}`),
   ];

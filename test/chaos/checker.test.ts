@@ -108,6 +108,13 @@ describe('the history checker', () => {
     // A term that outlives the fault (resigned later) is counted as kept.
     const kept = checkHistory({ ops: [...grant(0, 'A', 1n), fault(100, 'member-kill', 'start'), ended(500, 'A', 1n, 'released')] });
     expect(kept.stats.survived).toEqual({ 'member-kill': 1 });
+    // Of two faults in one lost term, the last one ended it; a term lost with none is unprovoked.
+    const two = checkHistory({ ops: [...grant(0, 'A', 1n), fault(100, 'clock-jump', 'start', 'A'), fault(200, 'cut', 'start', 'A'), ended(210, 'A', 1n, 'suspended'), ...grant(300, 'B', 2n), ended(400, 'B', 2n, 'deadline'), ...grant(700, 'A', 3n)] });
+    expect(two.stats.survived).toEqual({ 'clock-jump': 1 });
+    expect(two.stats.failovers).toEqual([
+      { cause: 'cut', from: 'A', to: 'B', ms: 100 },
+      { cause: 'unprovoked', from: 'B', to: 'A', ms: 300 },
+    ]);
   });
 
   it('leak: the store still holds something once everyone left', () => {

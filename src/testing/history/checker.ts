@@ -187,23 +187,23 @@ export function checkHistory(history: History, options?: CheckOptions): CheckRes
     else granted.set(t.fence, t.process);
   }
 
-  // failover (and the failover distribution, for every fault done to a holder and every release)
+  // failover (and the failover distribution: every lost term, every release)
   const historyEnd = sorted.at(-1)?.t ?? 0n;
   // A fault done to the store itself (no target) may end the term of whoever held it, and the
   // same process may win the next one: there any next grant counts.
   const nextGrant = (after: bigint, other: string | undefined): HistoryTerm | undefined => terms.find((t) => t.start > after && t.process !== other);
+  const faultStarts = sorted.filter((op) => op.f === 'fault' && op.phase !== 'end' && op.fault !== undefined);
   const failovers: { cause: string; from: string; at: bigint; anyone: boolean }[] = [];
-  for (const op of sorted) {
-    if (op.f === 'fault' && op.phase !== 'end' && op.fault) {
-      const held = terms.find((t) => (op.target === undefined || t.process === op.target) && t.start <= op.t && t.end >= op.t);
-      if (!held) continue;
-      // A holder that kept its term through the fault (and later resigned) had no failover.
-      if (held.endedBy === 'released' || held.endedBy === 'open') s.survived[op.fault] = (s.survived[op.fault] ?? 0) + 1;
-      else failovers.push({ cause: op.fault, from: held.process, at: op.t, anyone: op.target === undefined });
-    } else if (op.f === 'release' && op.type === 'invoke') {
-      failovers.push({ cause: 'release', from: op.process, at: op.t, anyone: false });
-    }
+  for (const term of terms) {
+    const hits = faultStarts.filter((f) => (f.target === undefined || f.target === term.process) && f.t >= term.start && f.t <= term.end);
+    const lost = term.endedBy !== 'released' && term.endedBy !== 'open';
+    // The last fault before a lost term's end is what ended it; the holder rode out the others.
+    const cause = lost ? hits.at(-1) : undefined;
+    for (const f of hits) if (f !== cause) s.survived[f.fault!] = (s.survived[f.fault!] ?? 0) + 1;
+    if (cause) failovers.push({ cause: cause.fault!, from: term.process, at: cause.t, anyone: cause.target === undefined });
+    else if (lost) failovers.push({ cause: 'unprovoked', from: term.process, at: term.end, anyone: false });
   }
+  for (const op of sorted) if (op.f === 'release' && op.type === 'invoke') failovers.push({ cause: 'release', from: op.process, at: op.t, anyone: false });
   for (const f of failovers) {
     const next = nextGrant(f.at, f.anyone ? undefined : f.from);
     const took = next ? ms(next.start - f.at) : undefined;

@@ -101,8 +101,9 @@ export interface HistoryTerm {
 }
 
 /**
- * Time from a fault that ended the holder's term (or from a release) to the next grant: to
- * another process, or to anyone when the fault was done to the store itself.
+ * Time from what ended a term to the next grant: to another process, or to anyone when the fault
+ * was done to the store itself. The cause is the last fault done to the holder (or the store)
+ * before its term ended, `release`, or `unprovoked` when the term was lost without any fault.
  */
 export interface Failover {
   cause: string;
@@ -125,7 +126,7 @@ export interface CheckStats {
   faults: Record<string, number>;
   /** Failovers: each fault that ended the holder's term, and each release, to the next grant (see {@link Failover}). */
   failovers: Failover[];
-  /** Faults done to a holder that kept its term through them (it resigned later), by kind. */
+  /** Faults done to a holder that it rode out (its term went on, or a later fault ended it), by kind. */
   survived: Record<string, number>;
   /** Overlaps excused because one holder was paused and none of its writes in the overlap was accepted. */
   excusedOverlaps: number;
