@@ -3,17 +3,19 @@
  * [--candidates 5] [--faults kill,pause,…] [--bypass-fencing] [--out dir]`
  * Runs the chaos suite on each backend in turn (never two at once: the machine is shared),
  * prints the results and writes each history to `<out>/<backend>-<seed>.json`. Exits 1 when any
- * run found a violation.
+ * run found a violation. `npm run chaos -- --check FILE…` checks saved histories again instead.
  */
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError } from '../src/index.js';
 import { parseDuration } from './options.js';
-import { runChaos } from './runner.js';
+import { checkHistory, historyFromJSON, type History } from '../src/testing/index.js';
+import { runChaos, type ChaosReport } from './runner.js';
 import { BACKENDS, type Backend } from './stores/index.js';
 import { summarize } from './summary.js';
 
-const { values } = parseArgs({
+const { values, positionals } = parseArgs({
   options: {
     backend: { type: 'string', default: 'all' },
     duration: { type: 'string', default: '60s' },
@@ -23,8 +25,21 @@ const { values } = parseArgs({
     'bypass-fencing': { type: 'boolean', default: false },
     out: { type: 'string', default: 'chaos-results' },
     quiet: { type: 'boolean', default: false },
+    check: { type: 'boolean', default: false },
   },
+  allowPositionals: true,
 });
+
+if (values.check) {
+  let found = 0;
+  for (const file of positionals) {
+    const saved = historyFromJSON<ChaosReport & { history: History }>(readFileSync(file, 'utf8'));
+    const result = checkHistory(saved.history, { failoverBoundMs: saved.config.failoverBoundMs });
+    console.log(summarize({ ...saved, result }, file));
+    found += result.violations.length;
+  }
+  process.exit(found > 0 ? 1 : 0);
+}
 
 const backends = values.backend === 'all' ? BACKENDS : (values.backend!.split(',') as Backend[]);
 for (const b of backends) if (!BACKENDS.includes(b)) throw new ConfigError('backend', `must be all or one of ${BACKENDS.join(', ')}, got ${b}`);
