@@ -142,7 +142,9 @@ export class RedisLock implements AsyncDisposable {
           throw e;
         }
         if (a.kind === 'acquired') {
-          if (!signal?.aborted) return (lease = a.lease);
+          // A grant whose reply came after its own local deadline (the request sat in a
+          // partition) is lost before it is handed out: free it and go on waiting.
+          if (!signal?.aborted && !a.lease.lost) return (lease = a.lease);
           await a.lease.release().catch(() => undefined);
           signal?.throwIfAborted();
         }
@@ -169,8 +171,8 @@ export class RedisLock implements AsyncDisposable {
   }
 
   /**
-   * One attempt: the lease, or undefined when the lock is held, others are queued for it, or the
-   * restart guard holds.
+   * One attempt: the lease, or undefined when the lock is held, others are queued for it, the
+   * restart guard holds, or the grant came back after its own local deadline.
    */
   async tryAcquire(options?: WaitOptions): Promise<Lease | undefined> {
     const o = requireOptions('options', options);
@@ -187,7 +189,10 @@ export class RedisLock implements AsyncDisposable {
         pending.then((x) => (x.kind === 'acquired' ? x.lease.release() : undefined)).catch(() => undefined);
         throw e;
       }
-      return a.kind === 'acquired' ? a.lease : undefined;
+      if (a.kind !== 'acquired') return undefined;
+      if (!a.lease.lost) return a.lease;
+      await a.lease.release().catch(() => undefined); // lost before it was handed out: no grant
+      return undefined;
     } finally {
       this.#busy = false;
       scope?.dispose();
