@@ -108,8 +108,11 @@ describe('the history checker', () => {
     // A term that outlives the fault (resigned later) is counted as kept.
     const kept = checkHistory({ ops: [...grant(0, 'A', 1n), fault(100, 'member-kill', 'start'), ended(500, 'A', 1n, 'released')] });
     expect(kept.stats.survived).toEqual({ 'member-kill': 1 });
+    // A fault still at work when the term began counts for it too (granted during a restart).
+    const during = checkHistory({ ops: [fault(0, 'store-restart', 'start'), ...grant(10, 'A', 1n), ended(20, 'A', 1n, 'connection-lost'), fault(500, 'store-restart', 'end'), ...grant(600, 'B', 2n)] });
+    expect(during.stats.failovers).toEqual([{ cause: 'store-restart', from: 'A', to: 'B', ms: 590 }]);
     // Of two faults in one lost term, the last one ended it; a term lost with none is unprovoked.
-    const two = checkHistory({ ops: [...grant(0, 'A', 1n), fault(100, 'clock-jump', 'start', 'A'), fault(200, 'cut', 'start', 'A'), ended(210, 'A', 1n, 'suspended'), ...grant(300, 'B', 2n), ended(400, 'B', 2n, 'deadline'), ...grant(700, 'A', 3n)] });
+    const two = checkHistory({ ops: [...grant(0, 'A', 1n), fault(100, 'clock-jump', 'start', 'A'), fault(100, 'clock-jump', 'end', 'A'), fault(200, 'cut', 'start', 'A'), fault(200, 'cut', 'end', 'A'), ended(210, 'A', 1n, 'suspended'), ...grant(300, 'B', 2n), ended(400, 'B', 2n, 'deadline'), ...grant(700, 'A', 3n)] });
     expect(two.stats.survived).toEqual({ 'clock-jump': 1 });
     expect(two.stats.failovers).toEqual([
       { cause: 'cut', from: 'A', to: 'B', ms: 100 },

@@ -192,20 +192,37 @@ export function checkHistory(history: History, options?: CheckOptions): CheckRes
   // A fault done to the store itself (no target) may end the term of whoever held it, and the
   // same process may win the next one: there any next grant counts.
   const nextGrant = (after: bigint, other: string | undefined): HistoryTerm | undefined => terms.find((t) => t.start > after && t.process !== other);
-  const faultStarts = sorted.filter((op) => op.f === 'fault' && op.phase !== 'end' && op.fault !== undefined);
-  const failovers: { cause: string; from: string; at: bigint; anyone: boolean }[] = [];
+  // Each fault from its start to its end (an unhealed one to the end of the history).
+  const faults: { op: HistoryOp; until: bigint }[] = [];
+  for (const op of sorted) {
+    if (op.f !== 'fault' || op.fault === undefined) continue;
+    if (op.phase !== 'end') faults.push({ op, until: historyEnd });
+    else {
+      const open = faults.find((x) => x.until === historyEnd && x.op.fault === op.fault && x.op.target === op.target && x.op.t <= op.t);
+      if (open) open.until = op.t;
+    }
+  }
+  /** From `at` (the cause, or the grant when the cause began before it) to the first grant after `after`. */
+  const failovers: { cause: string; from: string; at: bigint; after: bigint; anyone: boolean }[] = [];
+  // Faults at work during some term, and those that ended one: the rest were ridden out.
+  const touched = new Set<HistoryOp>();
+  const causes = new Set<HistoryOp>();
   for (const term of terms) {
-    const hits = faultStarts.filter((f) => (f.target === undefined || f.target === term.process) && f.t >= term.start && f.t <= term.end);
+    // The faults at work during the term: begun before its end, not healed before its start.
+    const hits = faults.filter((f) => (f.op.target === undefined || f.op.target === term.process) && f.op.t <= term.end && f.until >= term.start).map((f) => f.op);
     const lost = term.endedBy !== 'released' && term.endedBy !== 'open';
     // The last fault before a lost term's end is what ended it; the holder rode out the others.
     const cause = lost ? hits.at(-1) : undefined;
-    for (const f of hits) if (f !== cause) s.survived[f.fault!] = (s.survived[f.fault!] ?? 0) + 1;
-    if (cause) failovers.push({ cause: cause.fault!, from: term.process, at: cause.t, anyone: cause.target === undefined });
-    else if (lost) failovers.push({ cause: 'unprovoked', from: term.process, at: term.end, anyone: false });
+    for (const f of hits) touched.add(f);
+    if (cause) causes.add(cause);
+    const at = cause && cause.t > term.start ? cause.t : term.start;
+    if (cause) failovers.push({ cause: cause.fault!, from: term.process, at, after: term.start, anyone: cause.target === undefined });
+    else if (lost) failovers.push({ cause: 'unprovoked', from: term.process, at: term.end, after: term.start, anyone: false });
   }
-  for (const op of sorted) if (op.f === 'release' && op.type === 'invoke') failovers.push({ cause: 'release', from: op.process, at: op.t, anyone: false });
+  for (const f of touched) if (!causes.has(f)) s.survived[f.fault!] = (s.survived[f.fault!] ?? 0) + 1;
+  for (const op of sorted) if (op.f === 'release' && op.type === 'invoke') failovers.push({ cause: 'release', from: op.process, at: op.t, after: op.t, anyone: false });
   for (const f of failovers) {
-    const next = nextGrant(f.at, f.anyone ? undefined : f.from);
+    const next = nextGrant(f.after > f.at ? f.after : f.at, f.anyone ? undefined : f.from);
     const took = next ? ms(next.start - f.at) : undefined;
     if (next && took !== undefined) s.failovers.push({ cause: f.cause, from: f.from, to: next.process, ms: took } satisfies Failover);
     if (f.cause !== 'kill' || bound === undefined) continue;

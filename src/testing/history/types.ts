@@ -126,7 +126,7 @@ export interface CheckStats {
   faults: Record<string, number>;
   /** Failovers: each fault that ended the holder's term, and each release, to the next grant (see {@link Failover}). */
   failovers: Failover[];
-  /** Faults done to a holder that it rode out (its term went on, or a later fault ended it), by kind. */
+  /** Faults done while someone held the term (to the holder, or to the store) that ended no term, by kind. */
   survived: Record<string, number>;
   /** Overlaps excused because one holder was paused and none of its writes in the overlap was accepted. */
   excusedOverlaps: number;
