@@ -34,12 +34,15 @@ onParentMessage((m) => {
   }
 });
 
+// One session and one election for the whole life of the process: after a loss or a resign the
+// same election campaigns again (the session grants itself a new lease when the last was lost).
+const session = await EtcdSession.create({ client, ttlMs });
+const election = new EtcdElection(session, 'demo/leader', { id: name });
 for (;;) {
-  const session = await EtcdSession.create({ client, ttlMs });
-  const election = new EtcdElection(session, 'demo/leader', { id: name });
   try {
     term = await election.campaign();
   } catch {
+    await new Promise((r) => setTimeout(r, 100));
     continue;
   }
   const t = term;
@@ -57,5 +60,4 @@ for (;;) {
   clearInterval(timer);
   if (!t.signal.aborted) await t.resign().catch(() => undefined);
   term = undefined;
-  await session.close();
 }

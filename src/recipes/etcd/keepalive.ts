@@ -1,4 +1,5 @@
 import type { Etcd3, IDuplexStream, ILeaseKeepAliveRequest, ILeaseKeepAliveResponse } from 'etcd3';
+import { Backoff } from '../../core/backoff.js';
 import { ClosedError } from '../../core/errors.js';
 import type { Logger } from '../../core/options.js';
 import type { Clock } from '../../core/clock.js';
@@ -24,6 +25,8 @@ export class KeepAliveLoop {
   #opening: Promise<Stream> | undefined;
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
+  /** Pauses before re-opening a failed stream; reset by every acknowledged keepalive. */
+  readonly #retry: Backoff;
 
   constructor(client: Etcd3, leaseId: string, intervalMs: number, clock: Clock, logger: Logger, onAck: (sentAt: number, ttlSeconds: number) => void) {
     this.#client = client;
@@ -32,6 +35,7 @@ export class KeepAliveLoop {
     this.#clock = clock;
     this.#logger = logger;
     this.#onAck = onAck;
+    this.#retry = new Backoff({ initialMs: 50, maxMs: Math.max(50, intervalMs / 2) });
     this.#tick();
   }
 
@@ -83,12 +87,13 @@ export class KeepAliveLoop {
           if (stream !== this.#stream) return;
           const sent = this.#pending.shift();
           if (sent !== undefined) this.#onAck(sent, Number(res.TTL));
+          this.#retry.reset();
         });
         const onFail = (e?: unknown): void => {
           if (stream !== this.#stream) return;
           this.#logger.debug({ err: e }, 'etcd session: keepalive stream ended');
           this.#drop();
-          this.#schedule(100); // retry soon, not a whole period later
+          this.#schedule(this.#retry.next()); // retry soon, not a whole period later
         };
         stream.on('error', onFail);
         stream.on('end', onFail);
@@ -96,7 +101,7 @@ export class KeepAliveLoop {
       },
       (e: unknown) => {
         this.#opening = undefined;
-        this.#schedule(100);
+        this.#schedule(this.#retry.next());
         throw e;
       },
     );
@@ -110,6 +115,9 @@ export class KeepAliveLoop {
     if (!s) return;
     s.on('error', () => undefined);
     try {
+      // Cancel, not only end: a half-closed stream on a silent link keeps its HTTP/2 session (and
+      // the process) alive until the server answers, which may be never.
+      s.cancel();
       s.end();
     } catch {
       // already broken
