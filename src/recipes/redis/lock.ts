@@ -1,5 +1,4 @@
 import { randomFillSync } from 'node:crypto';
-import type { Redis } from 'ioredis';
 import { sleep, waitScope } from '../../core/abort.js';
 import { Backoff } from '../../core/backoff.js';
 import type { LeaderInfo } from '../../core/candidate.js';
@@ -9,7 +8,7 @@ import { BusyError, ClosedError, ConfigError } from '../../core/errors.js';
 import { LeaseController, type Lease } from '../../core/lease.js';
 import { optionalClock, optionalLogger, type Logger, type WaitOptions } from '../../core/options.js';
 import { optionalId, optionalNumber, optionalSignal, requireOptions } from '../../core/validate.js';
-import { requireRedis } from './client.js';
+import { requireRedis, type RedisClient } from './client.js';
 import { lockKeys, validateLockName, validatePrefix, type LockKeys } from './keys.js';
 import { ReleaseListener } from './release-listener.js';
 import { ChangeFeed } from './observe.js';
@@ -84,7 +83,7 @@ export class RedisLock implements AsyncDisposable {
   /** This participant's id (stored with the lock while held). */
   readonly id: string;
   readonly ttlMs: number;
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #keys: LockKeys;
   readonly #marginMs: number;
   readonly #guardMs: number;
@@ -99,7 +98,7 @@ export class RedisLock implements AsyncDisposable {
   #busy = false;
   #closed = false;
 
-  constructor(redis: Redis, name: string, options?: RedisLockOptions) {
+  constructor(redis: RedisClient, name: string, options?: RedisLockOptions) {
     this.#redis = requireRedis(redis);
     this.name = validateLockName('name', name);
     const o = requireOptions('options', options);

@@ -1,4 +1,5 @@
 import { EventEmitter } from 'eventemitter3';
+import { validateAcl, type ZkAcl } from './acl.js';
 import { waitScope } from '../../core/abort.js';
 import type { Candidate, LeaderInfo } from '../../core/candidate.js';
 import { BusyError, type LeaseLostError } from '../../core/errors.js';
@@ -20,6 +21,8 @@ export interface LeaderLatchOptions {
   id?: string;
   /** @default 'silent' */
   closeMode?: CloseMode;
+  /** The ACL of the nodes this latch creates (e.g. `[digestAcl(user, password)]`). @default the session's `acl` */
+  acl?: ZkAcl[];
 }
 
 export interface LeaderLatchEvents {
@@ -61,7 +64,7 @@ export class LeaderLatch extends EventEmitter<LeaderLatchEvents> implements Cand
     const o = requireOptions('options', options);
     this.id = optionalId(o.id);
     this.#closeMode = optionalEnum('closeMode', o.closeMode, ['silent', 'notifyLeader'] as const, 'silent');
-    this.#internals = new LockInternals(this.#session, this.path);
+    this.#internals = new LockInternals(this.#session, this.path, validateAcl(o.acl) ?? this.#session.acl);
     this.#guard = new CloseGuard(`leader latch ${this.path}`);
   }
 

@@ -22,16 +22,23 @@ export const isSessionExpired = (e: unknown): boolean => isZkCode(e, Exception.S
 
 type Watcher = (event: unknown) => void;
 
-export function zkCreateEphemeralSequential(client: Client, path: string, data: Buffer): Promise<string> {
+type Acls = InstanceType<typeof zookeeper.ACL>[];
+
+/** Creates an ephemeral sequential node with `acls` (open to everyone without). */
+export function zkCreateEphemeralSequential(client: Client, path: string, data: Buffer, acls?: Acls): Promise<string> {
   return new Promise((resolve, reject) => {
-    client.create(path, data, CreateMode.EPHEMERAL_SEQUENTIAL, (e, p) => (e ? reject(e) : resolve(p)));
+    const cb = (e: unknown, p: string): void => (e ? reject(e) : resolve(p));
+    if (acls) client.create(path, data, acls, CreateMode.EPHEMERAL_SEQUENTIAL, cb);
+    else client.create(path, data, CreateMode.EPHEMERAL_SEQUENTIAL, cb);
   });
 }
 
-/** Creates `path` and its parents as persistent nodes; an existing node is fine. */
-export function zkMkdirp(client: Client, path: string): Promise<void> {
+/** Creates `path` and its parents as persistent nodes with `acls`; an existing node is fine. */
+export function zkMkdirp(client: Client, path: string, acls?: Acls): Promise<void> {
   return new Promise((resolve, reject) => {
-    client.mkdirp(path, (e) => (e && !isNodeExists(e) ? reject(e) : resolve()));
+    const cb = (e: unknown): void => (e && !isNodeExists(e) ? reject(e) : resolve());
+    if (acls) client.mkdirp(path, Buffer.alloc(0), acls, CreateMode.PERSISTENT, cb);
+    else client.mkdirp(path, cb);
   });
 }
 
