@@ -14,6 +14,8 @@ ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 [ -x /usr/sbin/pgbouncer ] || missing+=(pgbouncer)
 command -v redis-cli >/dev/null 2>&1 || missing+=(redis-tools)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+# The chaos suite steps candidates' wall clocks with libfaketime.
+ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1 || missing+=(faketime)
 
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0

@@ -17,3 +17,4 @@ export { spawnWorker, workerReport, onParentMessage, WorkerHandle, type WorkerEv
 export { reapOrphans, type ReapReport } from './registry.js';
 export { freePort } from './net.js';
 export type { ExitInfo } from './process.js';
+export * from './history/index.js';

@@ -146,7 +146,9 @@ export class RedisLock implements AsyncDisposable {
         // Aborted or timed out mid-attempt: a lock granted after all must not be left renewing.
         const a = await bounded(this.#redis, this.#attempt(token, true), this.#callTimeoutMs, `redis lock '${this.name}': acquire`, signal, releaseLate);
         if (a.kind === 'acquired') {
-          if (!signal?.aborted) return (lease = a.lease);
+          // A grant whose reply came after its own local deadline (the request sat in a
+          // partition) is lost before it is handed out: free it and go on waiting.
+          if (!signal?.aborted && !a.lease.lost) return (lease = a.lease);
           await a.lease.release().catch(() => undefined);
           signal?.throwIfAborted();
         }
@@ -174,8 +176,8 @@ export class RedisLock implements AsyncDisposable {
   }
 
   /**
-   * One attempt: the lease, or undefined when the lock is held, others are queued for it, or the
-   * restart guard holds.
+   * One attempt: the lease, or undefined when the lock is held, others are queued for it, the
+   * restart guard holds, or the grant came back after its own local deadline.
    */
   async tryAcquire(options?: WaitOptions): Promise<Lease | undefined> {
     const o = requireOptions('options', options);
@@ -185,7 +187,10 @@ export class RedisLock implements AsyncDisposable {
     const scope = o.signal || o.timeoutMs !== undefined ? waitScope(`redis lock '${this.name}': tryAcquire`, o) : undefined;
     try {
       const a = await bounded(this.#redis, this.#attempt(newToken(), false), this.#callTimeoutMs, `redis lock '${this.name}': tryAcquire`, scope?.signal, releaseLate);
-      return a.kind === 'acquired' ? a.lease : undefined;
+      if (a.kind !== 'acquired') return undefined;
+      if (!a.lease.lost) return a.lease;
+      await a.lease.release().catch(() => undefined); // lost before it was handed out: no grant
+      return undefined;
     } finally {
       this.#busy = false;
       scope?.dispose();
