@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigError, InMemoryFencedResource } from '../../src/index.js';
+import { ConfigError, InMemoryFencedResource, LeadershipManager, shutdownOnSignals } from '../../src/index.js';
 import { EtcdServer, ZooKeeperServer } from '../../src/testing/index.js';
 import { EtcdElection, EtcdMutex, EtcdSession, createEtcdClient } from '../../src/recipes/etcd/index.js';
 import { InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreV2, LeaderLatch, ZkSession } from '../../src/recipes/zk/index.js';
@@ -170,6 +170,17 @@ const rows = (): Row[] => [
   { covers: ['XactLockOptions.idleTimeoutMs'], field: 'idleTimeoutMs', values: [...INT_MS, 0, 2 ** 32], call: (v) => withXactLock(pool, 'x', () => 1, opt({ idleTimeoutMs: v })) },
   { covers: ['arg:pg.fn'], field: 'fn', values: [1, 'x', null], call: (v) => withXactLock(pool, 'x', v as never) },
   { covers: ['arg:pg.fence', 'PostgresFencedWriteOptions.client'], field: 'fence', values: [-1n, 1, '1', 2n ** 63n], call: (v) => new PostgresFencedResource(pool, 'x').write(v as bigint, () => 1, opt({ client: undefined })) },
+  // Lifecycle.
+  { covers: ['LeadershipManagerOptions.drainTimeoutMs'], field: 'drainTimeoutMs', values: INT_MS, call: (v) => new LeadershipManager(new RedisElection(redis, 'x'), opt({ drainTimeoutMs: v })) },
+  { covers: ['LeadershipManagerOptions.backoff'], field: 'backoff', values: ['fast', 1], call: (v) => new LeadershipManager(new RedisElection(redis, 'x'), opt({ backoff: v })) },
+  { covers: ['LeadershipManagerOptions.releaseOnReturn'], field: 'releaseOnReturn', values: ['yes', 1, null], call: (v) => new LeadershipManager(new RedisElection(redis, 'x'), opt({ releaseOnReturn: v })) },
+  { covers: ['LeadershipManagerOptions.observeLeader'], field: 'observeLeader', values: ['yes', 1, null], call: (v) => new LeadershipManager(new RedisElection(redis, 'x'), opt({ observeLeader: v })) },
+  { covers: ['LeadershipManagerOptions.logger'], field: 'logger', values: LOGGER, call: (v) => new LeadershipManager(new RedisElection(redis, 'x'), opt({ logger: v })) },
+  { covers: ['arg:lifecycle.candidate'], field: 'candidate', values: [{}, null, 'etcd', { campaign() {} }], call: (v) => new LeadershipManager(v as never) },
+  { covers: ['arg:lifecycle.hook'], field: 'hook', values: [1, 'x', null], call: (v) => new LeadershipManager(new RedisElection(redis, 'x')).onElected(v as never) },
+  { covers: ['ShutdownOptions.signals'], field: 'signals', values: ['SIGTERM', [], ['SIGNOPE'], [1]], call: (v) => shutdownOnSignals(new LeadershipManager(new RedisElection(redis, 'x')), opt({ signals: v })) },
+  { covers: ['ShutdownOptions.exit'], field: 'exit', values: [1, 'exit'], call: (v) => shutdownOnSignals(new LeadershipManager(new RedisElection(redis, 'x')), opt({ exit: v })) },
+  { covers: ['arg:lifecycle.managers'], field: 'managers', values: [[], null, {}], call: (v) => shutdownOnSignals(v as never) },
   // Core.
   { covers: ['arg:core.fence'], field: 'fence', values: [-1n, 1, '1', null], call: (v) => new InMemoryFencedResource('r').write(v as bigint, () => 1) },
   { covers: ['arg:core.resourceName'], field: 'name', values: [7, ''], call: (v) => new InMemoryFencedResource(v as string) },
