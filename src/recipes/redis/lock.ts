@@ -1,4 +1,3 @@
-import { randomFillSync } from 'node:crypto';
 import { sleep, waitScope } from '../../core/abort.js';
 import { Backoff } from '../../core/backoff.js';
 import type { LeaderInfo } from '../../core/candidate.js';
@@ -12,6 +11,7 @@ import { requireRedis, type RedisClient } from './client.js';
 import { lockKeys, validateLockName, validatePrefix, type LockKeys } from './keys.js';
 import { ReleaseListener } from './release-listener.js';
 import { ChangeFeed } from './observe.js';
+import { lockValue, newToken, parseHolder } from './lock-value.js';
 import { bounded } from './errors.js';
 import { ACQUIRE, LEAVE_QUEUE, RELEASE, runScript } from './scripts.js';
 import { RenewWatchdog } from './watchdog.js';
@@ -52,18 +52,6 @@ export interface RedisLockOptions {
   logger?: Logger;
   /** @default the monotonic clock */
   clock?: Clock;
-}
-
-/** Tokens of 16 random bytes, cut from a pool filled 4 KiB at a time (one syscall per 256). */
-const pool = Buffer.alloc(4096);
-let poolAt = pool.length;
-function newToken(): string {
-  if (poolAt + 16 > pool.length) {
-    randomFillSync(pool);
-    poolAt = 0;
-  }
-  poolAt += 16;
-  return pool.toString('hex', poolAt - 16, poolAt);
 }
 
 type Attempt = { kind: 'acquired'; lease: Lease } | { kind: 'held'; pttlMs: number } | { kind: 'guard'; waitMs: number };
@@ -237,7 +225,7 @@ export class RedisLock implements AsyncDisposable {
   }
 
   #grant(token: string, fence: bigint, sentAt: number): Lease {
-    const value = `${token}:${fence}:${this.id}`;
+    const value = lockValue(token, fence, this.id);
     const release = async (): Promise<void> => {
       await bounded(this.#redis, runScript(this.#redis, RELEASE, [this.#keys.lock, this.#keys.queue], [value, this.#keys.released]), this.#callTimeoutMs, `redis lock '${this.name}': release`);
     };
@@ -307,15 +295,6 @@ export class RedisLock implements AsyncDisposable {
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
   }
-}
-
-/** `<token>:<fence>:<id>` → the holder; undefined for no value. */
-function parseHolder(value: string | null): LeaderInfo | undefined {
-  if (value === null) return undefined;
-  const a = value.indexOf(':');
-  const b = value.indexOf(':', a + 1);
-  if (a < 0 || b < 0) return undefined;
-  return { id: value.slice(b + 1), fence: BigInt(value.slice(a + 1, b)) };
 }
 
 /** An attempt that was granted after its caller gave up: release it at once. */
