@@ -1,0 +1,71 @@
+/**
+ * The few tenure calls the interop tests and the peer benchmarks make, in one place, so an API
+ * change on the recipes is adapted here once.
+ */
+import { EtcdElection, EtcdMutex, EtcdSession, createEtcdClient } from '../../src/recipes/etcd/index.js';
+import { InterProcessMutex, LeaderLatch, ZkSession } from '../../src/recipes/zk/index.js';
+import type { Lease } from '../../src/core/lease.js';
+
+export interface Wait {
+  signal?: AbortSignal;
+  timeoutMs?: number;
+}
+
+/** A lock as the peer tests use it. */
+export interface PeerLock {
+  acquire(wait?: Wait): Promise<Lease>;
+  close(): Promise<void>;
+}
+
+/** A candidate as the peer tests use it. */
+export interface PeerCandidate {
+  campaign(wait?: Wait): Promise<Lease>;
+  /** The leading participant's id (ZooKeeper: its node data; etcd: its value), if any. */
+  leaderId(): Promise<string | undefined>;
+  close(): Promise<void>;
+}
+
+export function zkSession(connectionString: string, sessionTimeoutMs = 10_000): Promise<ZkSession> {
+  return new ZkSession(connectionString, { sessionTimeoutMs }).start();
+}
+
+export function zkMutex(session: ZkSession, path: string): PeerLock {
+  return new InterProcessMutex(session, path);
+}
+
+export function zkLatch(session: ZkSession, path: string, id: string): PeerCandidate & { latch: LeaderLatch } {
+  const latch = new LeaderLatch(session, path, { id });
+  return {
+    latch,
+    campaign: (wait = {}) => {
+      if (!latch.term) latch.campaign({ signal: wait.signal }).catch(() => undefined);
+      return latch.await(wait);
+    },
+    leaderId: async () => (await latch.getLeader())?.id,
+    close: () => latch.close(),
+  };
+}
+
+export function etcdSession(hosts: string[], ttlSeconds: number): Promise<EtcdSession> {
+  return EtcdSession.create({ client: createEtcdClient({ hosts }), ttlSeconds });
+}
+
+/** Closes the session and the client it was made with. */
+export async function closeEtcdSession(session: EtcdSession): Promise<void> {
+  await session.close();
+  session.client.close();
+}
+
+export function etcdMutex(session: EtcdSession, name: string): PeerLock & { key: string } {
+  return new EtcdMutex(session, name);
+}
+
+export function etcdElection(session: EtcdSession, name: string, id: string): PeerCandidate & { key: string } {
+  const e = new EtcdElection(session, name, { value: id });
+  return {
+    key: e.id,
+    campaign: (wait = {}) => e.campaign(wait),
+    leaderId: async () => (await e.leader())?.value.toString(),
+    close: () => e.close(),
+  };
+}
