@@ -56,9 +56,10 @@ export async function retrying<T>(session: ZkSession, conn: ZkConn, signal: Abor
  * Creates `<base>/_c_<guid>-<lockName><seq>` (ephemeral sequential) with a fresh GUID, creating
  * `base` if needed. After a connection loss mid-create it looks for its own GUID among `base`'s
  * children before trying again, so a create that reached the server is found, not leaked.
- * Resolves with the full path.
+ * Resolves with the full path and, when this attempt's create answered, the node's czxid (a node
+ * found again after a connection loss has none: read its Stat).
  */
-export async function createProtected(session: ZkSession, conn: ZkConn, base: string, lockName: string, data: Buffer, signal: AbortSignal | undefined): Promise<string> {
+export async function createProtected(session: ZkSession, conn: ZkConn, base: string, lockName: string, data: Buffer, signal: AbortSignal | undefined): Promise<{ path: string; czxid?: bigint }> {
   const prefix = protectedPrefix();
   let maybeCreated = false;
   for (;;) {
@@ -69,7 +70,7 @@ export async function createProtected(session: ZkSession, conn: ZkConn, base: st
       const found = children.find((c) => c.startsWith(prefix));
       if (found) {
         session.log.debug({ node: found }, 'protected creation found its node after a connection loss');
-        return joinPath(base, found);
+        return { path: joinPath(base, found) };
       }
     }
     try {

@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import zookeeper, { type Client, type Stat } from 'node-zookeeper-client';
 
 /**
@@ -21,9 +22,36 @@ export const isSessionExpired = (e: unknown): boolean => isZkCode(e, Exception.S
 
 type Watcher = (event: unknown) => void;
 
-export function zkCreateEphemeralSequential(client: Client, path: string, data: Buffer): Promise<string> {
+/** The slice of node-zookeeper-client's protocol module (lib/jute, untyped) that a create needs. */
+interface Jute {
+  OP_CODES: { CREATE: number };
+  protocol: { RequestHeader: new () => { type: number }; CreateRequest: new () => { path: string; data: Buffer; acl: unknown[]; flags: number } };
+  Request: new (header: unknown, payload: unknown) => unknown;
+}
+type Queue = (request: unknown, cb: (e: Error | null, response: { header: { zxid: Buffer }; payload: { path: string } | null }) => void) => void;
+const jute = createRequire(import.meta.url)('node-zookeeper-client/lib/jute/index.js') as Jute;
+const openAcl = (zookeeper.ACL as unknown as { OPEN_ACL_UNSAFE: { toRecord(): unknown }[] }).OPEN_ACL_UNSAFE.map((a) => a.toRecord());
+
+/**
+ * Creates an ephemeral sequential node; resolves with its path and its czxid. The reply to a
+ * write carries, in its header, the zxid the server stamped it with: the server applies writes
+ * one at a time and answers each with the last applied zxid, its own, which for a create is the
+ * node's czxid. That saves the `exists` a lock would otherwise send for its fence (Curator's
+ * create is also one request). node-zookeeper-client has no create2 and drops the header, so
+ * this queues the same CreateRequest its `create()` builds (with `retries: 0` that is all
+ * `create()` does).
+ */
+export function zkCreateEphemeralSequential(client: Client, path: string, data: Buffer): Promise<{ path: string; czxid: bigint }> {
+  const header = new jute.protocol.RequestHeader();
+  header.type = jute.OP_CODES.CREATE;
+  const payload = new jute.protocol.CreateRequest();
+  payload.path = path;
+  payload.acl = openAcl;
+  payload.flags = CreateMode.EPHEMERAL_SEQUENTIAL;
+  payload.data = data;
+  const queue = (client as unknown as { connectionManager: { queue: Queue } }).connectionManager.queue.bind((client as unknown as { connectionManager: object }).connectionManager);
   return new Promise((resolve, reject) => {
-    client.create(path, data, CreateMode.EPHEMERAL_SEQUENTIAL, (e, p) => (e ? reject(e) : resolve(p)));
+    queue(new jute.Request(header, payload), (e, response) => (e ? reject(e) : resolve({ path: response.payload!.path, czxid: response.header.zxid.readBigInt64BE(0) })));
   });
 }
 
