@@ -2,6 +2,7 @@
  * The few tenure calls the interop tests and the peer benchmarks make, in one place, so an API
  * change on the recipes is adapted here once.
  */
+import type { Etcd3 } from 'etcd3';
 import { EtcdElection, EtcdMutex, EtcdSession, createEtcdClient } from '../../src/recipes/etcd/index.js';
 import { InterProcessMutex, LeaderLatch, ZkSession } from '../../src/recipes/zk/index.js';
 import type { Lease } from '../../src/core/lease.js';
@@ -46,8 +47,14 @@ export function zkLatch(session: ZkSession, path: string, id: string): PeerCandi
   };
 }
 
+/** A session with a client of its own (close it with {@link closeEtcdSession}). */
 export function etcdSession(hosts: string[], ttlSeconds: number): Promise<EtcdSession> {
-  return EtcdSession.create({ client: createEtcdClient({ hosts }), ttlSeconds });
+  return etcdSessionOn(createEtcdClient({ hosts }), ttlSeconds);
+}
+
+/** A session on a shared client (many sessions in one process). */
+export function etcdSessionOn(client: Etcd3, ttlSeconds: number): Promise<EtcdSession> {
+  return EtcdSession.create({ client, ttlSeconds });
 }
 
 /** Closes the session and the client it was made with. */
@@ -56,16 +63,18 @@ export async function closeEtcdSession(session: EtcdSession): Promise<void> {
   session.client.close();
 }
 
-export function etcdMutex(session: EtcdSession, name: string): PeerLock & { key: string } {
-  return new EtcdMutex(session, name);
+export function etcdMutex(session: EtcdSession, name: string): PeerLock & { key: string; wakeUps(): number } {
+  const m = new EtcdMutex(session, name);
+  return { key: m.key, acquire: (wait) => m.acquire(wait), close: () => m.close(), wakeUps: () => m.stats.predecessorWakeups };
 }
 
-export function etcdElection(session: EtcdSession, name: string, id: string): PeerCandidate & { key: string } {
+export function etcdElection(session: EtcdSession, name: string, id: string): PeerCandidate & { key: string; wakeUps(): number } {
   const e = new EtcdElection(session, name, { value: id });
   return {
     key: e.id,
     campaign: (wait = {}) => e.campaign(wait),
     leaderId: async () => (await e.leader())?.value.toString(),
     close: () => e.close(),
+    wakeUps: () => e.stats.predecessorWakeups,
   };
 }
