@@ -149,7 +149,6 @@ public final class CuratorPeer {
 
   private static String uncontended(String path, long durationMs) throws Exception {
     InterProcessMutex m = new InterProcessMutex(client, path);
-    for (int i = 0; i < 500; i++) { m.acquire(); m.release(); } // JIT and parent node, as for tenure
     List<Long> lat = new ArrayList<>();
     long start = System.nanoTime(), end = start + durationMs * 1_000_000L;
     while (System.nanoTime() < end) {
