@@ -45,7 +45,7 @@ export class LockInternals {
         ownStat?.catch(() => undefined);
         for (;;) {
           const children = await retrying(session, conn, signal, () => zkGetChildren(conn.client, this.base));
-          const verdict = driver.check(sortBySequence(children, driver.queueNames), path);
+          const verdict = driver.checkChildren ? driver.checkChildren(children, path) : driver.check(sortBySequence(children, driver.queueNames), path);
           if (!verdict.holds) {
             session.log.debug({ node: path, watch: verdict.watch }, 'waiting for predecessor');
             await waitForDeletion(session, conn, joinPath(this.base, verdict.watch), signal);

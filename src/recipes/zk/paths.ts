@@ -45,8 +45,16 @@ export function protectedPrefix(): string {
 
 /** The 10-digit sequence ZooKeeper appended to a sequential node's name (-1 when there is none). */
 export function sequenceOf(name: string): number {
-  const m = /(\d{10})$/.exec(name);
-  return m ? Number(m[1]) : -1;
+  // A digit loop, not a regex: every joiner parses every child's name (N² for N participants).
+  const end = name.length;
+  if (end < 10) return -1;
+  let seq = 0;
+  for (let i = end - 10; i < end; i++) {
+    const d = name.charCodeAt(i) - 48;
+    if (d < 0 || d > 9) return -1;
+    seq = seq * 10 + d;
+  }
+  return seq;
 }
 
 /** The name without the protected prefix, e.g. `lock-0000000007` or `READ-0000000003`. */
@@ -62,12 +70,18 @@ export function stripProtected(name: string): string {
 export function sortBySequence(names: readonly string[], lockNames: readonly string[]): string[] {
   const keyed: { name: string; seq: number }[] = [];
   for (const name of names) {
-    const seq = sequenceOf(name);
-    if (seq < 0) continue;
-    const bare = stripProtected(name);
-    if (lockNames.some((l) => bare.startsWith(l))) keyed.push({ name, seq });
+    const seq = queuedSequence(name, lockNames);
+    if (seq >= 0) keyed.push({ name, seq });
   }
   return keyed.sort((a, b) => a.seq - b.seq).map((k) => k.name);
+}
+
+/** The node's sequence when it is a `lockNames` node of the queue, else -1. */
+export function queuedSequence(name: string, lockNames: readonly string[]): number {
+  const seq = sequenceOf(name);
+  if (seq < 0) return -1;
+  const from = name.startsWith(PROTECTED) && name.length > 40 ? PROTECTED.length + 37 : 0; // as stripProtected, without a copy
+  return lockNames.some((l) => name.startsWith(l, from)) ? seq : -1;
 }
 
 /** An 8-byte big-endian ZooKeeper long (zxid, session id) as a bigint. */
