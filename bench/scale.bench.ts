@@ -63,7 +63,7 @@ const msSince = (t: bigint): number => Number(process.hrtime.bigint() - t) / 1e6
 const firstElected = (elected: Promise<bigint>[]): Promise<bigint> => Promise.race(elected);
 
 async function zkTotalWatches(zk: ZooKeeperServer): Promise<number> {
-  return Number(/Total watches:(\d+)/.exec(await fourLetterWord(zk.port, 'wchs'))?.[1] ?? NaN);
+  return Number(/Total watches:(\d+)/.exec(await fourLetterWord(zk.port, 'wchs', 10_000))?.[1] ?? NaN);
 }
 
 /** n participants on one ZooKeeper latch: the leader in a worker, n − 1 here. */
