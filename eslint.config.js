@@ -30,6 +30,26 @@ export default tseslint.config(
       ],
     },
   },
+  {
+    // Users catch TenureError subclasses with a stable code: no plain errors leave src/.
+    files: ['src/**/*.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        { selector: "NewExpression[callee.name=/^(Error|TypeError|RangeError|SyntaxError)$/]", message: 'Throw a TenureError subclass with a code (src/core/errors.ts), not a plain Error.' },
+        { selector: 'ThrowStatement > Literal', message: 'Never throw strings: throw a TenureError subclass.' },
+      ],
+    },
+  },
+  {
+    // Backend clients load through each backend's peer.ts, so a missing one is a MissingPeerError
+    // naming it, not a bare ERR_MODULE_NOT_FOUND at link time: only type imports elsewhere.
+    files: ['src/recipes/**/*.ts'],
+    ignores: ['src/recipes/*/peer.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': ['error', { paths: ['etcd3', 'ioredis', 'pg', 'node-zookeeper-client'].map((name) => ({ name, allowTypeImports: true, message: "Import the client's values through ./peer.js." })) }],
+    },
+  },
   layer(['src/core/**/*.ts'], [['../recipes/**', '../lifecycle/**', '../testing/**', '../cli/**', '../integrations/**']]),
   ...backends.map((b) =>
     layer([`src/recipes/${b}/**/*.ts`], [[...backends.filter((o) => o !== b).map((o) => `../${o}/**`), '../../lifecycle/**', '../../testing/**', '../../cli/**', '../../integrations/**']]),

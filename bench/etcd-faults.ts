@@ -30,11 +30,11 @@ async function tenurePair(etcd: EtcdServer, proxy: FaultProxy, ttl: number): Pro
   const name = unique('zombie');
   const lc = createEtcdClient({ hosts: [`http://${proxy.address}`] });
   const fc = createEtcdClient({ hosts: etcd.endpoints });
-  const ls = await EtcdSession.create({ client: lc, ttlSeconds: ttl });
-  const fs = await EtcdSession.create({ client: fc, ttlSeconds: ttl });
-  const term = await new EtcdElection(ls, name).campaign('leader');
-  const follower = new EtcdElection(fs, name);
-  const followerElected = follower.campaign('follower').then(() => performance.now());
+  const ls = await EtcdSession.create({ client: lc, ttlMs: ttl * 1000 });
+  const fs = await EtcdSession.create({ client: fc, ttlMs: ttl * 1000 });
+  const term = await new EtcdElection(ls, name, { id: 'leader' }).campaign();
+  const follower = new EtcdElection(fs, name, { id: 'follower' });
+  const followerElected = follower.campaign().then(() => performance.now());
   followerElected.catch(() => undefined);
   await sleep(300);
   return {

@@ -59,7 +59,7 @@ async function contended(make: (i: number) => Promise<Contender>, durationMs: nu
 function tenureContender(hosts: string[], open: (session: EtcdSession) => Omit<Contender, 'close'>): () => Promise<Contender> {
   return async () => {
     const client = createEtcdClient({ hosts });
-    const session = await EtcdSession.create({ client, ttlSeconds: TTL });
+    const session = await EtcdSession.create({ client, ttlMs: TTL * 1000 });
     return {
       ...open(session),
       close: async () => {
@@ -105,7 +105,7 @@ function tenureElectionContender(hosts: string[], name: string): () => Promise<C
   return tenureContender(hosts, (session) => {
     const e = new EtcdElection(session, name);
     let term: Awaited<ReturnType<EtcdElection['campaign']>> | undefined;
-    return { acquire: async () => void (term = await e.campaign('x')), release: () => term!.resign() };
+    return { acquire: async () => void (term = await e.campaign()), release: () => term!.resign() };
   });
 }
 

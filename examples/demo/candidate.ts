@@ -10,7 +10,7 @@ import { LeaseLostError } from '../../src/core/errors.js';
 import { onParentMessage, workerReport } from '../../src/testing/index.js';
 
 const [name, endpoint, ttlArg] = process.argv.slice(2) as [string, string, string];
-const ttlSeconds = Number(ttlArg);
+const ttlMs = Number(ttlArg) * 1000;
 const client = createEtcdClient({ hosts: [endpoint] });
 const offsetNs = process.hrtime.bigint() - BigInt(Math.round(performance.now() * 1e6));
 const toNs = (ms: number): string => String(offsetNs + BigInt(Math.round(ms * 1e6)));
@@ -34,12 +34,15 @@ onParentMessage((m) => {
   }
 });
 
+// One session and one election for the whole life of the process: after a loss or a resign the
+// same election campaigns again (the session grants itself a new lease when the last was lost).
+const session = await EtcdSession.create({ client, ttlMs });
+const election = new EtcdElection(session, 'demo/leader', { id: name });
 for (;;) {
-  const session = await EtcdSession.create({ client, ttlSeconds });
-  const election = new EtcdElection(session, 'demo/leader', { value: name });
   try {
     term = await election.campaign();
   } catch {
+    await new Promise((r) => setTimeout(r, 100));
     continue;
   }
   const t = term;
@@ -57,5 +60,4 @@ for (;;) {
   clearInterval(timer);
   if (!t.signal.aborted) await t.resign().catch(() => undefined);
   term = undefined;
-  await session.close();
 }

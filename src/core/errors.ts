@@ -13,6 +13,13 @@ export type TenureErrorCode =
   | 'SESSION_EXPIRED'
   | 'ACQUIRE_TIMEOUT'
   | 'CLOSED'
+  | 'NOT_HELD'
+  | 'BUSY'
+  | 'INVALID_STATE'
+  | 'STORE_UNAVAILABLE'
+  | 'PERMISSION_DENIED'
+  | 'REQUEST_TOO_LARGE'
+  | 'PEER_MISSING'
   | 'SERVER_START_FAILED';
 
 export interface TenureErrorOptions {
@@ -37,7 +44,10 @@ export class TenureError extends Error {
   }
 }
 
-/** An option or argument is invalid. Thrown at construction, before anything runs. */
+/**
+ * An option or argument is invalid: wrong type, out of range, malformed. Thrown before any I/O
+ * (at construction for options, at the call for arguments). Never used for a wrong state.
+ */
 export class ConfigError extends TenureError {
   /** The option or argument that is wrong, e.g. `ttlSeconds` or `path`. */
   readonly field: string;
@@ -128,6 +138,79 @@ export class AcquireTimeoutError extends TenureError {
 export class ClosedError extends TenureError {
   constructor(what: string) {
     super(`${what} is closed`, 'CLOSED');
+  }
+}
+
+/** An operation that needs a held lock or a live term ran without one (owner-checked calls). */
+export class NotHeldError extends TenureError {
+  constructor(message = 'not held', options: TenureErrorOptions = {}) {
+    super(message, 'NOT_HELD', options);
+  }
+}
+
+/**
+ * The object is already doing this: a second `acquire()` / `campaign()` on one lock or candidate
+ * object while it waits or holds. One object is one participant; use one object per concurrent
+ * holder.
+ */
+export class BusyError extends TenureError {
+  constructor(message: string, options: TenureErrorOptions = {}) {
+    super(message, 'BUSY', options);
+  }
+}
+
+/** A call that the object's lifecycle state does not allow (e.g. `start()` twice). */
+export class StateError extends TenureError {
+  constructor(message: string, options: TenureErrorOptions = {}) {
+    super(message, 'INVALID_STATE', options);
+  }
+}
+
+/**
+ * The store could not be reached or did not answer in time (refused, reset, blackholed, down).
+ * Always retryable; `store` and `endpoint` say which.
+ */
+export class StoreUnavailableError extends TenureError {
+  /** `etcd`, `zookeeper`, `redis` or `postgres`. */
+  readonly store: string;
+  /** The endpoint(s) tried, when known (never with credentials). */
+  readonly endpoint: string | undefined;
+
+  constructor(store: string, endpoint: string | undefined, message: string, options: TenureErrorOptions = {}) {
+    super(`${store}${endpoint ? ` at ${endpoint}` : ''}: ${message}`, 'STORE_UNAVAILABLE', { ...options, retryable: true });
+    this.store = store;
+    this.endpoint = endpoint;
+  }
+}
+
+/** The store refused the operation for lack of privileges (auth failed, ACL, role). Not retried. */
+export class PermissionDeniedError extends TenureError {
+  readonly store: string;
+
+  constructor(store: string, message: string, options: TenureErrorOptions = {}) {
+    super(`${store}: permission denied: ${message}`, 'PERMISSION_DENIED', options);
+    this.store = store;
+  }
+}
+
+/** A value or request is over the store's size limit. Never retried: it can never succeed. */
+export class RequestTooLargeError extends TenureError {
+  readonly store: string;
+
+  constructor(store: string, message: string, options: TenureErrorOptions = {}) {
+    super(`${store}: request too large: ${message}`, 'REQUEST_TOO_LARGE', options);
+    this.store = store;
+  }
+}
+
+/** A backend entry point was imported without its client package installed. */
+export class MissingPeerError extends TenureError {
+  /** The npm package to install. */
+  readonly packageName: string;
+
+  constructor(entry: string, packageName: string, options: TenureErrorOptions = {}) {
+    super(`${entry} needs the package '${packageName}': install it with \`npm install ${packageName}\``, 'PEER_MISSING', options);
+    this.packageName = packageName;
   }
 }
 

@@ -1,69 +1,100 @@
-import type { Candidate } from './candidate.js';
-import { ClosedError } from './errors.js';
+import { waitScope } from './abort.js';
+import type { Candidate, LeaderInfo } from './candidate.js';
+import { BusyError, ClosedError } from './errors.js';
 import type { Lease } from './lease.js';
-import { requireOptions, requireString } from './validate.js';
+import type { WaitOptions } from './options.js';
+import { optionalSignal, requireOptions } from './validate.js';
+
+/** What a lock-backed election is made of. */
+export interface LeaseCandidateInit {
+  /** This participant's identity (validated by the backend). */
+  readonly id: string;
+  /** The election's name. */
+  readonly name: string;
+  /** Names the election in errors, e.g. `redis election 'jobs'`. */
+  readonly what: string;
+  /** Waits for the lease; must reject with `signal.reason` when `signal` aborts. */
+  readonly acquire: (signal: AbortSignal) => Promise<Lease>;
+  /** Reads the current holder. */
+  readonly leader: (signal: AbortSignal) => Promise<LeaderInfo | undefined>;
+  /** Leader changes (see {@link Candidate.observe}). */
+  readonly observe: (signal: AbortSignal) => AsyncGenerator<LeaderInfo | undefined, void, undefined>;
+  /** Frees what the acquirer holds, after the term has ended. */
+  readonly close?: () => Promise<void>;
+}
 
 /**
  * A {@link Candidate} made from any way of acquiring a lease: the term is the lease. Gives every
- * lock-backed election the same contract: a live term is returned again rather than acquired
- * twice, `close()` aborts a campaign in flight and ends the term, and a lease won after the
- * caller gave up is released at once instead of leaking.
+ * lock-backed election (Redis, Postgres) the same contract: a live term is returned again rather
+ * than acquired twice, a concurrent campaign is refused, `close()` aborts a campaign in flight
+ * and ends the term, a lease won after the caller gave up is released at once instead of leaking,
+ * and after a loss the next `campaign()` acquires a new lease.
  */
-export class LeaseCandidate implements Candidate, AsyncDisposable {
+export class LeaseCandidate implements Candidate {
   readonly id: string;
-  readonly #what: string;
-  readonly #acquire: (signal: AbortSignal) => Promise<Lease>;
-  readonly #onClose: () => Promise<void>;
+  readonly name: string;
+  readonly #init: LeaseCandidateInit;
   readonly #closing = new AbortController();
   #term: Lease | undefined;
+  #campaigning = false;
 
-  /**
-   * @param id this participant's identity
-   * @param what names the election in errors, e.g. `redis election 'jobs'`
-   * @param acquire waits for the lease; must reject with `signal.reason` when `signal` aborts
-   * @param onClose frees what the acquirer holds, after the term has ended
-   */
-  constructor(id: string, what: string, acquire: (signal: AbortSignal) => Promise<Lease>, onClose: () => Promise<void> = async () => undefined) {
-    this.id = requireString('id', id, { maxLength: 200 });
-    this.#what = what;
-    this.#acquire = acquire;
-    this.#onClose = onClose;
+  constructor(init: LeaseCandidateInit) {
+    this.#init = init;
+    this.id = init.id;
+    this.name = init.name;
   }
 
-  /** The current term, while it lasts. */
   get term(): Lease | undefined {
     return this.#term && !this.#term.lost ? this.#term : undefined;
   }
 
-  async campaign(options?: { signal?: AbortSignal }): Promise<Lease> {
+  async campaign(options?: WaitOptions): Promise<Lease> {
     const o = requireOptions('options', options);
+    optionalSignal('signal', o.signal);
     o.signal?.throwIfAborted();
-    if (this.#closing.signal.aborted) throw new ClosedError(this.#what);
+    if (this.#closing.signal.aborted) throw new ClosedError(this.#init.what);
     const live = this.term;
     if (live) return live;
-    const signal = o.signal ? AbortSignal.any([o.signal, this.#closing.signal]) : this.#closing.signal;
-    const lease = await this.#acquire(signal);
-    if (signal.aborted) {
-      await lease.release().catch(() => undefined);
-      throw signal.reason;
+    if (this.#campaigning) throw new BusyError(`${this.#init.what}: a campaign is already in flight on this candidate`);
+    const scope = waitScope(`${this.#init.what}: campaign`, { signal: o.signal ? AbortSignal.any([o.signal, this.#closing.signal]) : this.#closing.signal, timeoutMs: o.timeoutMs });
+    this.#campaigning = true;
+    try {
+      const lease = await this.#init.acquire(scope.signal);
+      if (scope.signal.aborted) {
+        await lease.release().catch(() => undefined);
+        throw scope.signal.reason;
+      }
+      this.#term = lease;
+      return lease;
+    } finally {
+      this.#campaigning = false;
+      scope.dispose();
     }
-    this.#term = lease;
-    return lease;
   }
 
-  /** Ends the current term, if any (the next `campaign()` queues again). */
   async resign(): Promise<void> {
     const t = this.#term;
     this.#term = undefined;
     await t?.release();
   }
 
-  /** Aborts a campaign in flight, ends the term and frees the acquirer. Idempotent. */
+  leader(options?: WaitOptions): Promise<LeaderInfo | undefined> {
+    const o = requireOptions('options', options);
+    const scope = waitScope(`${this.#init.what}: leader`, { signal: optionalSignal('signal', o.signal), timeoutMs: o.timeoutMs });
+    return this.#init.leader(scope.signal).finally(() => scope.dispose());
+  }
+
+  observe(options?: { signal?: AbortSignal }): AsyncGenerator<LeaderInfo | undefined, void, undefined> {
+    const o = requireOptions('options', options);
+    const signal = optionalSignal('signal', o.signal) ?? new AbortController().signal;
+    return this.#init.observe(signal);
+  }
+
   async close(): Promise<void> {
     if (this.#closing.signal.aborted) return;
-    this.#closing.abort(new ClosedError(this.#what));
+    this.#closing.abort(new ClosedError(this.#init.what));
     await this.resign().catch(() => undefined);
-    await this.#onClose();
+    await this.#init.close?.();
   }
 
   [Symbol.asyncDispose](): Promise<void> {

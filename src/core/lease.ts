@@ -19,6 +19,8 @@ export interface Lease extends AsyncDisposable {
   readonly signal: AbortSignal;
   /** True once `signal` has aborted or the local deadline has passed. */
   readonly lost: boolean;
+  /** Why the lease ended (`'deadline'`, `'expired'`, `'released'`, …); undefined while it lives. */
+  readonly lostReason: LeaseLostReason | undefined;
   /**
    * Milliseconds left before the local deadline on the monotonic clock (Infinity when the store
    * drives the end alone, e.g. a Postgres connection-bound lock). Never negative.
@@ -80,12 +82,18 @@ export class LeaseController {
     this.#init = init;
     this.#clock = init.clock ?? monotonicClock;
     const checkDeadline = (): boolean => this.#checkDeadline();
+    const abort = this.#abort;
     const lease: Lease = {
       name: init.name,
       fence: init.fence,
       signal: this.#abort.signal,
       get lost() {
         return checkDeadline();
+      },
+      get lostReason() {
+        if (!checkDeadline()) return undefined;
+        const r: unknown = abort.signal.reason;
+        return r instanceof LeaseLostError ? r.reason : 'session-lost';
       },
       remainingMs: () => {
         if (this.#abort.signal.aborted) return 0;

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { ConfigError } from './errors.js';
 
 /**
@@ -104,4 +105,14 @@ export function optionalSignal(field: string, value: unknown): AbortSignal | und
 export function requireFunction<T extends (...args: never[]) => unknown>(field: string, value: unknown): T {
   if (typeof value !== 'function') throw new ConfigError(field, `must be a function, got ${describe(value)}`);
   return value as T;
+}
+
+/** Longest participant id any backend accepts (ids are stored with every lock and term). */
+export const MAX_ID_LENGTH = 256;
+
+/** A participant id: 1–256 characters, no control characters; `undefined` yields a random UUID. */
+export function optionalId(value: unknown): string {
+  if (value === undefined) return randomUUID();
+  // eslint-disable-next-line no-control-regex
+  return requireString('id', value, { maxLength: MAX_ID_LENGTH, pattern: /^[^\u0000-\u001f\u007f]+$/, patternHint: 'contain no control characters' });
 }

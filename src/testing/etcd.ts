@@ -1,3 +1,4 @@
+import { StateError } from '../core/errors.js';
 import { existsSync, mkdirSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
@@ -72,12 +73,12 @@ export class EtcdServer extends LocalServer {
   }
 
   get clientPort(): number {
-    if (!this.#self) throw new Error(`${this.name}: not started`);
+    if (!this.#self) throw new StateError(`${this.name}: not started`);
     return this.#self.clientPort;
   }
 
   get peerPort(): number {
-    if (!this.#self) throw new Error(`${this.name}: not started`);
+    if (!this.#self) throw new StateError(`${this.name}: not started`);
     return this.#self.peerPort;
   }
 

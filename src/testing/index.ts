@@ -3,14 +3,14 @@
  * a child process on free loopback ports with its own temp data dir, ready when it answers, and
  * removed on stop and on process exit.
  */
-export { LocalServer, type FaultTarget, type RestartOptions } from './server.js';
-export { LocalCluster } from './cluster.js';
+export type { LocalServer, FaultTarget, RestartOptions } from './server.js';
+export type { LocalCluster } from './cluster.js';
 export { ZooKeeperServer, ZooKeeperEnsemble, fourLetterWord, type ZooKeeperServerOptions, type ZooKeeperEnsembleOptions } from './zookeeper.js';
 export { EtcdServer, EtcdCluster, type EtcdServerOptions, type EtcdClusterOptions } from './etcd.js';
 export { RedisServer, type RedisServerOptions } from './redis.js';
 export { PostgresServer, type PostgresServerOptions } from './postgres.js';
 export { FaultProxy, type FaultProxyOptions } from './fault-proxy.js';
 export { spawnWorker, workerReport, onParentMessage, WorkerHandle, type WorkerEvent, type SpawnWorkerOptions } from './worker.js';
-export { reapOrphans, liveResources, type ReapReport } from './registry.js';
-export { freePort, freePorts, tcpExchange, httpRequest } from './net.js';
-export { ManagedProcess, makeTempDir, type ExitInfo } from './process.js';
+export { reapOrphans, type ReapReport } from './registry.js';
+export { freePort } from './net.js';
+export type { ExitInfo } from './process.js';

@@ -1,3 +1,4 @@
+import { TenureError } from '../core/errors.js';
 import { createServer, connect } from 'node:net';
 import { request } from 'node:http';
 
@@ -24,7 +25,7 @@ export async function freePort(): Promise<number> {
       return port;
     }
   }
-  throw new Error('no free port found on 127.0.0.1');
+  throw new TenureError('no free port found on 127.0.0.1');
 }
 
 /** `n` distinct free ports. */
@@ -57,7 +58,7 @@ export function tcpExchange(
       if (err) reject(err);
       else resolve(received);
     };
-    const timer = setTimeout(() => finish(new Error(`no answer from ${host}:${port} within ${timeoutMs} ms`)), timeoutMs);
+    const timer = setTimeout(() => finish(new TenureError(`no answer from ${host}:${port} within ${timeoutMs} ms`)), timeoutMs);
     sock.setEncoding('utf8');
     sock.once('connect', () => sock.write(payload));
     sock.on('data', (d: string) => {
@@ -87,7 +88,7 @@ export function httpRequest(
         res.on('error', reject);
       },
     );
-    req.on('timeout', () => req.destroy(new Error(`HTTP ${method} ${path} timed out after ${timeoutMs} ms`)));
+    req.on('timeout', () => req.destroy(new TenureError(`HTTP ${method} ${path} timed out after ${timeoutMs} ms`)));
     req.on('error', reject);
     if (body) req.write(body);
     req.end();

@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { ServerStartError } from '../core/errors.js';
+import { ServerStartError, StateError } from '../core/errors.js';
 import { optionalString, requireNumber, requireOptions } from '../core/validate.js';
 import { freePort } from './net.js';
 import { makeTempDir, type SpawnSpec } from './process.js';
@@ -96,7 +96,7 @@ export class PostgresServer extends LocalServer {
   }
 
   get port(): number {
-    if (this.#port === undefined) throw new Error('postgres: not started');
+    if (this.#port === undefined) throw new StateError('postgres: not started');
     return this.#port;
   }
 

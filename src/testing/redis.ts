@@ -1,3 +1,4 @@
+import { StateError } from '../core/errors.js';
 import { LocalServer } from './server.js';
 import { freePort, tcpExchange } from './net.js';
 import type { SpawnSpec } from './process.js';
@@ -33,7 +34,7 @@ export class RedisServer extends LocalServer {
   }
 
   get port(): number {
-    if (this.#port === undefined) throw new Error('redis: not started');
+    if (this.#port === undefined) throw new StateError('redis: not started');
     return this.#port;
   }
 

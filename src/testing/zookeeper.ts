@@ -1,6 +1,6 @@
 import { mkdirSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { ConfigError } from '../core/errors.js';
+import { ConfigError, StateError } from '../core/errors.js';
 import { optionalNumber, optionalString, requireOptions } from '../core/validate.js';
 import { freePort, freePorts, tcpExchange } from './net.js';
 import { makeTempDir, type SpawnSpec } from './process.js';
@@ -82,7 +82,7 @@ export class ZooKeeperServer extends LocalServer {
   }
 
   get port(): number {
-    if (this.#port === undefined) throw new Error(`${this.name}: not started`);
+    if (this.#port === undefined) throw new StateError(`${this.name}: not started`);
     return this.#port;
   }
 

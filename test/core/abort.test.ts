@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { AcquireTimeoutError, ConfigError, raceSignal, sleep, waitScope, whenAborted } from '../../src/index.js';
+import { raceSignal, sleep, waitScope, whenAborted } from '../../src/core/abort.js';
+import { AcquireTimeoutError, ConfigError } from '../../src/core/errors.js';
 
 describe('abort helpers', () => {
   it('sleep rejects with the signal reason, at once when already aborted', async () => {

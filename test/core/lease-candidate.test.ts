@@ -1,5 +1,10 @@
 import { describe, expect, it, vi } from 'vitest';
-import { ClosedError, LeaseCandidate, LeaseController, type Lease } from '../../src/index.js';
+import { BusyError, ClosedError, type Lease } from '../../src/index.js';
+import { LeaseCandidate, type LeaseCandidateInit } from '../../src/core/lease-candidate.js';
+import { LeaseController } from '../../src/core/lease.js';
+
+const candidate = (acquire: LeaseCandidateInit['acquire'], close?: () => Promise<void>) =>
+  new LeaseCandidate({ id: 'me', name: 'n', what: 'test election', acquire, leader: async () => undefined, observe: async function* () {}, close });
 
 /** An acquirer that hands out leases when told to, to test the candidate's own contract. */
 function gate() {
@@ -21,7 +26,7 @@ function gate() {
 describe('LeaseCandidate', () => {
   it('returns the live term again instead of acquiring twice, and campaigns anew after resign', async () => {
     const g = gate();
-    const c = new LeaseCandidate('me', 'test election', g.acquire);
+    const c = candidate(g.acquire);
     const p = c.campaign();
     g.grant();
     const t1 = await p;
@@ -36,7 +41,7 @@ describe('LeaseCandidate', () => {
   it('close() aborts a campaign in flight with ClosedError and calls onClose', async () => {
     const g = gate();
     const onClose = vi.fn(async () => undefined);
-    const c = new LeaseCandidate('me', 'test election', g.acquire, onClose);
+    const c = candidate(g.acquire, onClose);
     const p = c.campaign();
     await c.close();
     await expect(p).rejects.toBeInstanceOf(ClosedError);
@@ -53,13 +58,26 @@ describe('LeaseCandidate', () => {
     };
     const released = vi.fn();
     const controller = new AbortController();
-    const c = new LeaseCandidate('me', 'test election', acquire);
+    const c = candidate(acquire);
     await expect(c.campaign({ signal: controller.signal })).rejects.toThrow('gave up');
     expect(released).toHaveBeenCalledTimes(1);
     expect(c.term).toBeUndefined();
   });
 
-  it('validates its id', () => {
-    expect(() => new LeaseCandidate('', 'x', async () => undefined as never)).toThrow(expect.objectContaining({ field: 'id' }));
+  it('refuses a second campaign while one is in flight', async () => {
+    const g = gate();
+    const c = candidate(g.acquire);
+    const p = c.campaign();
+    await expect(c.campaign()).rejects.toBeInstanceOf(BusyError);
+    g.grant();
+    await p;
+    await c.close();
+  });
+
+  it('a campaign that times out leaves nothing waiting', async () => {
+    const g = gate();
+    const c = candidate(g.acquire);
+    await expect(c.campaign({ timeoutMs: 20 })).rejects.toMatchObject({ code: 'ACQUIRE_TIMEOUT' });
+    expect(g.waiting[0]?.signal.aborted).toBe(true);
   });
 });

@@ -1,5 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
-import { LeaseController, LeaseLostError, type Clock } from '../../src/index.js';
+import { LeaseController } from '../../src/core/lease.js';
+import { LeaseLostError, type Clock } from '../../src/index.js';
 
 function manualClock(start = 0): Clock & { t: number } {
   const c = { t: start, now: () => c.t };

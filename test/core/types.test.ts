@@ -1,6 +1,7 @@
 import { expectTypeOf, it } from 'vitest';
 import type { Candidate, FencedResource, Lease, LeaseLostReason, TenureErrorCode } from '../../src/index.js';
-import { InMemoryFencedResource, LeaseController } from '../../src/index.js';
+import { InMemoryFencedResource } from '../../src/index.js';
+import type { LeaseController } from '../../src/core/lease.js';
 
 // Checked by `npm run typecheck` (tsc over test/); at run time these are no-ops.
 it('public types keep their shape', () => {

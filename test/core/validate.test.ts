@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { ConfigError } from '../../src/core/errors.js';
 import {
-  ConfigError,
   optionalBoolean,
   optionalEnum,
   optionalNumber,
@@ -9,7 +9,7 @@ import {
   requireNumber,
   requireOptions,
   requireString,
-} from '../../src/index.js';
+} from '../../src/core/validate.js';
 
 function fieldOf(fn: () => unknown): string | undefined {
   try {

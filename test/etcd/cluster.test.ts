@@ -103,17 +103,17 @@ describe('etcd recipes on a 3-member cluster', () => {
     const ac = new AbortController();
     const seen: string[] = [];
     const loop = (async () => {
-      for await (const l of observer.observe({ signal: ac.signal })) seen.push(l.value.toString());
+      for await (const l of observer.observe({ signal: ac.signal })) if (l) seen.push(l.id);
     })().catch(() => undefined);
-    const a = new EtcdElection(await pool.session({ client: pool.client(cluster.endpoints) }), name);
-    const ta = await a.campaign('a');
+    const a = new EtcdElection(await pool.session({ client: pool.client(cluster.endpoints) }), name, { id: 'a' });
+    const ta = await a.campaign();
     await until(() => seen.includes('a'), 10_000, 'observer sees a');
     const dead = await cluster.waitForLeader();
     await dead.kill();
     await ta.proclaim('a2');
     await until(() => seen.includes('a2'), 15_000, 'observer sees the proclaim after a member died');
-    const b = new EtcdElection(await pool.session({ client: pool.client(cluster.endpoints) }), name);
-    const pb = b.campaign('b');
+    const b = new EtcdElection(await pool.session({ client: pool.client(cluster.endpoints) }), name, { id: 'b' });
+    const pb = b.campaign();
     await ta.resign();
     const tb = await pb;
     await until(() => seen.includes('b'), 15_000, 'observer sees b');

@@ -27,7 +27,7 @@ export class Pool {
   }
 
   async session(opts: Partial<EtcdSessionOptions> = {}): Promise<EtcdSession> {
-    const s = await EtcdSession.create({ ttlSeconds: TTL, ...(opts.client || opts.hosts ? {} : { client: this.shared() }), ...opts });
+    const s = await EtcdSession.create({ ttlMs: TTL * 1000, ...(opts.client || opts.hosts ? {} : { client: this.shared() }), ...opts });
     this.sessions.push(s);
     return s;
   }

@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { EtcdServer } from '../../src/testing/index.js';
 import { EtcdMutex } from '../../src/recipes/etcd/mutex.js';
-import { AcquireTimeoutError, ClosedError, ConfigError, LeaseLostError, NotLeaderError, SessionExpiredError } from '../../src/core/errors.js';
+import { AcquireTimeoutError, ClosedError, ConfigError, LeaseLostError, NotHeldError, SessionExpiredError } from '../../src/core/errors.js';
 import { Pool, TTL, uniqueName, until } from './helpers.js';
 
 let etcd: EtcdServer;
@@ -74,7 +74,7 @@ describe('EtcdMutex', () => {
   it('isOwner yields a compare that fences the user\'s own txns', async () => {
     const name = uniqueName('m');
     const m = new EtcdMutex(await pool.session(), name);
-    expect(() => m.isOwner()).toThrow(NotLeaderError);
+    expect(() => m.isOwner()).toThrow(NotHeldError);
     const lease = await m.acquire();
     const data = Buffer.from(uniqueName('data'));
     const cmp = m.isOwner();

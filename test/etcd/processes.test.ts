@@ -109,8 +109,8 @@ describe('etcd recipes across processes (single etcd)', () => {
     proxies.push(proxy);
     const client = pool.client([`http://${proxy.address}`]);
     const { EtcdElection } = await import('../../src/recipes/etcd/election.js');
-    const s = await pool.session({ client, ttlSeconds: ttl });
-    const term = await new EtcdElection(s, name).campaign('a');
+    const s = await pool.session({ client, ttlMs: ttl * 1000 });
+    const term = await new EtcdElection(s, name, { id: 'a' }).campaign();
     const b = await spawn('elect', name, etcd.endpoints, {}, ttl);
     await queued(name, 2);
     let calls = 0;

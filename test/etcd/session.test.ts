@@ -63,7 +63,7 @@ describe('EtcdSession', () => {
   });
 
   it('refuses to resume a lease that does not exist', async () => {
-    await expect(EtcdSession.create({ client: pool.shared(), ttlSeconds: TTL, leaseId: '12345' })).rejects.toBeInstanceOf(SessionExpiredError);
+    await expect(EtcdSession.create({ client: pool.shared(), ttlMs: TTL * 1000, leaseId: '12345' })).rejects.toBeInstanceOf(SessionExpiredError);
   });
 
   it('aborts with reason expired when a keepalive answers that the lease was revoked', async () => {
@@ -100,12 +100,14 @@ describe('EtcdSession', () => {
       expect(e).toBeInstanceOf(ConfigError);
       expect((e as ConfigError).field).toBe(field);
     };
-    await bad({ client: c, ttlSeconds: 0 }, 'ttlSeconds');
-    await bad({ client: c, ttlSeconds: -1 }, 'ttlSeconds');
-    await bad({ client: c, ttlSeconds: 1.5 }, 'ttlSeconds');
-    await bad({ client: c, ttlSeconds: 2, safetyMarginMs: 2000 }, 'safetyMarginMs');
-    await bad({ client: c, ttlSeconds: 2, safetyMarginMs: 0 }, 'safetyMarginMs');
-    await bad({ client: c, ttlSeconds: 2, keepAliveIntervalMs: 1900 }, 'keepAliveIntervalMs');
+    await bad({ client: c, ttlMs: 0 }, 'ttlMs');
+    await bad({ client: c, ttlMs: -1000 }, 'ttlMs');
+    await bad({ client: c, ttlMs: 1500 }, 'ttlMs');
+    await bad({ client: c, ttlMs: 2 ** 31 }, 'ttlMs');
+    await bad({ client: c, ttlMs: 2000, safetyMarginMs: 2000 }, 'safetyMarginMs');
+    await bad({ client: c, ttlMs: 2000, safetyMarginMs: 0 }, 'safetyMarginMs');
+    await bad({ client: c, clock: { now: 'x' } }, 'clock');
+    await bad({ client: c, logger: {} }, 'logger');
     await bad({}, 'client');
     await bad({ client: c, hosts: ['http://x'] }, 'client');
     await bad({ client: c, leaseId: 'abc' }, 'leaseId');

@@ -1,6 +1,6 @@
 import { describe, expectTypeOf, it } from 'vitest';
 import type { Candidate, Lease } from '../../src/index.js';
-import { EtcdElection, EtcdMutex, EtcdSession, type LeaderInfo, type Term } from '../../src/recipes/etcd/index.js';
+import { EtcdElection, EtcdMutex, EtcdSession, type EtcdLeaderInfo, type Term } from '../../src/recipes/etcd/index.js';
 
 describe('tenure/etcd types', () => {
   it('a Term is a Lease with the election operations, and an election is a Candidate', () => {
@@ -9,7 +9,7 @@ describe('tenure/etcd types', () => {
     expectTypeOf<Term['proclaim']>().parameters.toEqualTypeOf<[string | Buffer]>();
     expectTypeOf<EtcdElection>().toMatchTypeOf<Candidate>();
     expectTypeOf<EtcdElection['campaign']>().returns.resolves.toEqualTypeOf<Term>();
-    expectTypeOf<LeaderInfo['fence']>().toEqualTypeOf<bigint | undefined>();
+    expectTypeOf<EtcdLeaderInfo['fence']>().toEqualTypeOf<bigint | undefined>();
   });
 
   it('the mutex hands out Leases and every recipe is AsyncDisposable', () => {

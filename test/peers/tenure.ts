@@ -27,7 +27,7 @@ export interface PeerCandidate {
 }
 
 export function zkSession(connectionString: string, sessionTimeoutMs = 10_000): Promise<ZkSession> {
-  return new ZkSession(connectionString, { sessionTimeoutMs }).start();
+  return ZkSession.create({ connectionString, ttlMs: sessionTimeoutMs });
 }
 
 export function zkMutex(session: ZkSession, path: string): PeerLock {
@@ -38,11 +38,8 @@ export function zkLatch(session: ZkSession, path: string, id: string): PeerCandi
   const latch = new LeaderLatch(session, path, { id });
   return {
     latch,
-    campaign: (wait = {}) => {
-      if (!latch.term) latch.campaign({ signal: wait.signal }).catch(() => undefined);
-      return latch.await(wait);
-    },
-    leaderId: async () => (await latch.getLeader())?.id,
+    campaign: (wait = {}) => latch.campaign(wait),
+    leaderId: async () => (await latch.leader())?.id,
     close: () => latch.close(),
   };
 }
@@ -54,7 +51,7 @@ export function etcdSession(hosts: string[], ttlSeconds: number): Promise<EtcdSe
 
 /** A session on a shared client (many sessions in one process). */
 export function etcdSessionOn(client: Etcd3, ttlSeconds: number): Promise<EtcdSession> {
-  return EtcdSession.create({ client, ttlSeconds });
+  return EtcdSession.create({ client, ttlMs: ttlSeconds * 1000 });
 }
 
 /** Closes the session and the client it was made with. */
@@ -69,11 +66,11 @@ export function etcdMutex(session: EtcdSession, name: string): PeerLock & { key:
 }
 
 export function etcdElection(session: EtcdSession, name: string, id: string): PeerCandidate & { key: string; wakeUps(): number } {
-  const e = new EtcdElection(session, name, { value: id });
+  const e = new EtcdElection(session, name, { id });
   return {
-    key: e.id,
+    key: e.key,
     campaign: (wait = {}) => e.campaign(wait),
-    leaderId: async () => (await e.leader())?.value.toString(),
+    leaderId: async () => (await e.leader())?.id,
     close: () => e.close(),
     wakeUps: () => e.stats.predecessorWakeups,
   };

@@ -37,9 +37,9 @@ async function holder(env: Record<string, string>, port = server.port): Promise<
 
 const read = async (k: string): Promise<string | undefined> => (await pool.query('SELECT v FROM data WHERE k = $1', [k])).rows[0]?.v as string | undefined;
 
-it("Kleppmann's scenario, session lock with leaseMs: a holder paused past its lease is cut off, and its late write is rejected", async () => {
+it("Kleppmann's scenario, session lock with ttlMs: a holder paused past its lease is cut off, and its late write is rejected", async () => {
   const name = 'k-session';
-  const a = await holder({ MODE: 'session', LOCK_NAME: name, LEASE_MS: '1500', RESOURCE: name });
+  const a = await holder({ MODE: 'session', LOCK_NAME: name, TTL_MS: '1500', RESOURCE: name });
   const fenceA = BigInt((await a.waitFor<{ fence: string }>('acquired')).data.fence);
   a.pause();
   const b = await new PgSessionLock(pool, name).acquire({ timeoutMs: 20_000 }); // the server ended A's idle session
@@ -80,7 +80,7 @@ it('a session holder whose link is blackholed aborts its signal before anyone el
   const name = 'blackhole';
   const proxy = await new FaultProxy({ target: { port: server.port } }).start();
   proxies.push(proxy);
-  const a = await holder({ MODE: 'session', LOCK_NAME: name, LEASE_MS: '2000' }, proxy.port);
+  const a = await holder({ MODE: 'session', LOCK_NAME: name, TTL_MS: '2000' }, proxy.port);
   const fenceA = BigInt((await a.waitFor<{ fence: string }>('acquired')).data.fence);
   proxy.blackhole();
   const lock = new PgSessionLock(pool, name);

@@ -143,8 +143,8 @@ describe('PgSessionLock', () => {
     await lease.release(); // idempotent, no throw
   });
 
-  it('with leaseMs, heartbeats keep an idle holder’s connection alive past the timeout', async () => {
-    const lease = await new PgSessionLock(pool, 'session-hb', { leaseMs: 600 }).acquire();
+  it('with ttlMs, heartbeats keep an idle holder’s connection alive past the timeout', async () => {
+    const lease = await new PgSessionLock(pool, 'session-hb', { ttlMs: 600 }).acquire();
     await new Promise((r) => setTimeout(r, 1500));
     expect(lease.lost).toBe(false);
     expect(await advisoryLocks(pool)).toHaveLength(1);
@@ -161,17 +161,18 @@ describe('PgSessionLock', () => {
 
   it('refuses bad options with ConfigError naming the field', () => {
     expect(() => new PgSessionLock(pool, '')).toThrow(/^name:/);
-    expect(() => new PgSessionLock(pool, 'x', { leaseMs: 10 })).toThrow(/^leaseMs:/);
-    expect(() => new PgSessionLock(pool, 'x', { leaseMs: 1000, safetyMarginMs: 900 })).toThrow(/^safetyMarginMs:/);
+    expect(() => new PgSessionLock(pool, 'x', { ttlMs: 10 })).toThrow(/^ttlMs:/);
+    expect(() => new PgSessionLock(pool, 'x', { ttlMs: 1000, safetyMarginMs: 900 })).toThrow(/^safetyMarginMs:/);
     expect(() => new PgSessionLock(pool, 'x', { safetyMarginMs: 10 })).toThrow(/^safetyMarginMs:/);
-    expect(() => new PgElection(pool, 'x', { minBackoffMs: 100, maxBackoffMs: 10 })).toThrow(/^maxBackoffMs:/);
+    expect(() => new PgSessionLock({ query() {}, connect() {} } as never, 'x')).toThrow(/^pool:/);
+    expect(() => new PgElection(pool, 'x', { backoff: { initialMs: 100, maxMs: 10 } })).toThrow(/^backoff.maxMs:/);
   });
 });
 
 describe('PgElection', () => {
   it('elects one candidate at a time, with a higher fence each term', async () => {
-    const c1 = new PgElection(pool, 'election', { id: 'c1', minBackoffMs: 10, maxBackoffMs: 50 });
-    const c2 = new PgElection(pool, 'election', { id: 'c2', minBackoffMs: 10, maxBackoffMs: 50 });
+    const c1 = new PgElection(pool, 'election', { id: 'c1', backoff: { initialMs: 10, maxMs: 50 } });
+    const c2 = new PgElection(pool, 'election', { id: 'c2', backoff: { initialMs: 10, maxMs: 50 } });
     const t1 = await c1.campaign();
     let settled = false;
     const p2 = c2.campaign().finally(() => (settled = true));
@@ -187,8 +188,8 @@ describe('PgElection', () => {
   });
 
   it('hands the term to the next candidate when the leader’s connection dies, with a higher fence', async () => {
-    const c1 = new PgElection(pool, 'election-2', { id: 'c1', minBackoffMs: 10, maxBackoffMs: 50 });
-    const c2 = new PgElection(pool, 'election-2', { id: 'c2', minBackoffMs: 10, maxBackoffMs: 50 });
+    const c1 = new PgElection(pool, 'election-2', { id: 'c1', backoff: { initialMs: 10, maxMs: 50 } });
+    const c2 = new PgElection(pool, 'election-2', { id: 'c2', backoff: { initialMs: 10, maxMs: 50 } });
     const t1 = await c1.campaign();
     const p2 = c2.campaign();
     const [leader] = await advisoryLocks(pool);

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect } from 'node:net';
-import { FaultProxy, RedisServer, EtcdServer, spawnWorker, tcpExchange } from '../../src/testing/index.js';
+import { FaultProxy, RedisServer, EtcdServer, spawnWorker } from '../../src/testing/index.js';
+import { tcpExchange } from '../../src/testing/net.js';
 import { etcdClient, redisClient } from '../helpers/clients.js';
 
 const ticker = new URL('./fixtures/ticker.ts', import.meta.url).pathname;

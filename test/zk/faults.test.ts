@@ -3,7 +3,7 @@ import { FaultProxy, ZooKeeperEnsemble, ZooKeeperServer } from '../../src/testin
 
 import type { Lease } from '../../src/core/lease.js';
 import { InterProcessMutex, LeaderLatch, type ZkSession } from '../../src/recipes/zk/index.js';
-import { children, eventually, openSession, rawClient, T } from './helpers.js';
+import { children, eventually, keepCampaigning, openSession, rawClient, T } from './helpers.js';
 
 describe('protected creation', () => {
   let zk: ZooKeeperServer;
@@ -105,7 +105,7 @@ describe('ensemble leader failure', () => {
       return sessions.filter((s) => cons.includes(`sid=0x${s.sessionId!.replace(/^0+/, '')}`));
     };
     while (sessions.length < 16 && (sessions.length < 6 || (await onLeader()).length < 2)) {
-      sessions.push(await openSession(ens.connectionString, { sessionTimeoutMs: 4000 }));
+      sessions.push(await openSession(ens.connectionString, { ttlMs: 4000 }));
     }
     const linkedToLeader = await onLeader();
     expect(linkedToLeader.length).toBeGreaterThanOrEqual(1);
@@ -159,10 +159,8 @@ describe('ensemble leader failure', () => {
       l.on('isLeader', () => (maxLeaders = Math.max(maxLeaders, latches.filter((x) => x.hasLeadership()).length)));
       l.on('notLeader', (reason) => reason?.reason === 'suspended' && demotedLatch++);
     }
-    latches[0]!.start();
-    await latches[0]!.await({ timeoutMs: T.wait });
-    latches[1]!.start();
-    latches[2]!.start();
+    await latches[0]!.campaign({ timeoutMs: T.wait });
+    const campaigning = latches.map((l) => keepCampaigning(l, stop.signal));
     await eventually(() => grants >= 20);
     const suspended: ZkSession[] = [];
     for (const s of sessions) s.on('state', (st) => st === 'SUSPENDED' && suspended.push(s));
@@ -173,6 +171,7 @@ describe('ensemble leader failure', () => {
     await eventually(() => latches.some((l) => l.hasLeadership()), 30_000, 'a latch leader');
     stop.abort();
     await Promise.all(loops);
+    await Promise.all(campaigning);
     await Promise.all(latches.map((l) => l.close()));
     await Promise.all(sessions.map((s) => s.close()));
     expect(suspended.length).toBeGreaterThanOrEqual(1);

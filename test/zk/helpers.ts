@@ -10,9 +10,9 @@ export const T = {
   wait: 20_000,
 };
 
-export async function openSession(connectionString: string, options: ZkSessionOptions = {}): Promise<ZkSession> {
+export async function openSession(connectionString: string, options: Omit<ZkSessionOptions, 'connectionString'> = {}): Promise<ZkSession> {
   const logger = process.env.ZK_DEBUG ? pino({ level: 'debug' }, pino.destination(2)) : undefined;
-  return new ZkSession(connectionString, { sessionTimeoutMs: T.session, logger, ...options }).start();
+  return ZkSession.create({ connectionString, ttlMs: T.session, logger, ...options });
 }
 
 /** Polls `check` every 20 ms until it returns a truthy value or `timeoutMs` passes. */
@@ -40,7 +40,7 @@ export async function expireSession(connectionString: string, session: ZkSession
   try {
     for (let attempt = 0; attempt < 5 && !lost; attempt++) {
       const c = session.client;
-      const killer = zookeeper.createClient(connectionString, { sessionId: c.getSessionId(), sessionPassword: c.getSessionPassword(), sessionTimeout: session.sessionTimeoutMs, retries: 0 } as never);
+      const killer = zookeeper.createClient(connectionString, { sessionId: c.getSessionId(), sessionPassword: c.getSessionPassword(), sessionTimeout: session.ttlMs, retries: 0 } as never);
       await new Promise<void>((resolve) => {
         killer.once('connected', () => resolve());
         killer.connect();
@@ -49,7 +49,7 @@ export async function expireSession(connectionString: string, session: ZkSession
         killer.once('disconnected', () => resolve());
         killer.close();
       });
-      const until = performance.now() + session.sessionTimeoutMs;
+      const until = performance.now() + session.ttlMs;
       while (!lost && performance.now() < until) await new Promise((r) => setTimeout(r, 20));
     }
   } finally {
@@ -87,4 +87,23 @@ export function parseWchp(text: string): Map<string, number> {
     }
   }
   return out;
+}
+
+/**
+ * Keeps a candidate campaigning until `signal` aborts: campaign, wait for the term to end, campaign
+ * again (what the lifecycle manager does, reduced to the loop). Resolves when stopped.
+ */
+export async function keepCampaigning(candidate: { campaign(o: { signal: AbortSignal }): Promise<{ signal: AbortSignal }> }, signal: AbortSignal): Promise<void> {
+  while (!signal.aborted) {
+    try {
+      const term = await candidate.campaign({ signal });
+      await new Promise<void>((r) => {
+        if (term.signal.aborted || signal.aborted) return r();
+        term.signal.addEventListener('abort', () => r(), { once: true });
+        signal.addEventListener('abort', () => r(), { once: true });
+      });
+    } catch {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
 }

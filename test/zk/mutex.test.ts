@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ZooKeeperServer } from '../../src/testing/index.js';
-import { AcquireTimeoutError, ClosedError, ConfigError, LeaseLostError } from '../../src/core/errors.js';
+import { AcquireTimeoutError, BusyError, ClosedError, ConfigError, LeaseLostError } from '../../src/core/errors.js';
 import { InterProcessMutex, type ZkSession } from '../../src/recipes/zk/index.js';
 import { children, eventually, openSession, parseWchp, rawClient, T } from './helpers.js';
 
@@ -41,11 +41,11 @@ describe('InterProcessMutex', () => {
     const lease = await m.acquire();
     expect(typeof lease.fence).toBe('bigint');
     expect(lease.signal.aborted).toBe(false);
-    expect(await m.getParticipantNodes()).toHaveLength(1);
+    expect(await m.participants()).toHaveLength(1);
     await lease.release();
     expect(lease.signal.aborted).toBe(true);
     expect((lease.signal.reason as LeaseLostError).reason).toBe('released');
-    expect(await m.getParticipantNodes()).toHaveLength(0);
+    expect(await m.participants()).toHaveLength(0);
     await m.close();
   });
 
@@ -55,7 +55,7 @@ describe('InterProcessMutex', () => {
     const la = await a.acquire();
     let bGot = false;
     const pb = b.acquire().then((l) => ((bGot = true), l));
-    await eventually(async () => (await a.getParticipantNodes()).length === 2);
+    await eventually(async () => (await a.participants()).length === 2);
     expect(bGot).toBe(false);
     await la.release();
     const lb = await pb;
@@ -64,21 +64,34 @@ describe('InterProcessMutex', () => {
     await Promise.all([a.close(), b.close()]);
   });
 
-  it('is reentrant for the same object: one node, released when every lease is', async () => {
-    const m = new InterProcessMutex(s1, '/mutex/reentrant');
+  it('one object is one participant: a second acquire while it holds or waits is refused, not queued behind itself', async () => {
+    const m = new InterProcessMutex(s1, '/mutex/busy', { id: 'me' });
     const l1 = await m.acquire();
-    const l2 = await m.acquire({ timeoutMs: 1000 });
-    expect(l2.fence).toBe(l1.fence);
-    expect(await m.getParticipantNodes()).toHaveLength(1);
-    await l2.release();
-    expect(m.isAcquiredInThisProcess()).toBe(true);
-    expect(l1.signal.aborted).toBe(false);
-    await m.release(); // releases the remaining hold (l1)
-    expect(l1.signal.aborted).toBe(true);
-    expect(m.isAcquiredInThisProcess()).toBe(false);
-    await expect(m.release()).rejects.toThrow(/not held/);
-    expect(await m.getParticipantNodes()).toHaveLength(0);
+    await expect(m.acquire({ timeoutMs: 1000 })).rejects.toBeInstanceOf(BusyError);
+    await expect(m.tryAcquire()).rejects.toBeInstanceOf(BusyError);
+    expect(m.lease).toBe(l1);
+    expect(await m.holder()).toEqual({ id: 'me', fence: l1.fence });
+    expect(await m.participants()).toHaveLength(1);
+    await l1.release();
+    expect(m.lease).toBeUndefined();
+    expect(await m.holder()).toBeUndefined();
+    const l2 = await m.acquire();
+    expect(l2.fence > l1.fence).toBe(true);
     await m.close();
+    expect(await new InterProcessMutex(s2, '/mutex/busy').participants()).toHaveLength(0);
+  });
+
+  it('tryAcquire takes a free lock and leaves no node behind when it is held', async () => {
+    const a = new InterProcessMutex(s1, '/mutex/try');
+    const b = new InterProcessMutex(s2, '/mutex/try');
+    const la = await a.tryAcquire();
+    expect(la).toBeDefined();
+    expect(await b.tryAcquire()).toBeUndefined();
+    expect(await a.participants()).toHaveLength(1);
+    await la!.release();
+    const lb = await b.tryAcquire();
+    expect(lb!.fence > la!.fence).toBe(true);
+    await Promise.all([a.close(), b.close()]);
   });
 
   it('times out with AcquireTimeoutError and removes its waiting node', async () => {
@@ -86,13 +99,13 @@ describe('InterProcessMutex', () => {
     const b = new InterProcessMutex(s2, '/mutex/timeout');
     const la = await a.acquire();
     await expect(b.acquire({ timeoutMs: 300 })).rejects.toBeInstanceOf(AcquireTimeoutError);
-    expect(await a.getParticipantNodes()).toHaveLength(1);
+    expect(await a.participants()).toHaveLength(1);
     const ac = new AbortController();
     const pending = b.acquire({ signal: ac.signal });
-    await eventually(async () => (await a.getParticipantNodes()).length === 2);
+    await eventually(async () => (await a.participants()).length === 2);
     ac.abort(new Error('changed my mind'));
     await expect(pending).rejects.toThrow('changed my mind');
-    expect(await a.getParticipantNodes()).toHaveLength(1);
+    expect(await a.participants()).toHaveLength(1);
     await la.release();
     await Promise.all([a.close(), b.close()]);
   });
@@ -112,7 +125,7 @@ describe('InterProcessMutex', () => {
           await l.release();
         }),
       );
-      await eventually(async () => (await holder.getParticipantNodes()).length === i + 2);
+      await eventually(async () => (await holder.participants()).length === i + 2);
     }
     await first.release();
     await Promise.all(done);
@@ -139,7 +152,7 @@ describe('InterProcessMutex', () => {
           await l.release();
         }),
       );
-      await eventually(async () => (await holder.getParticipantNodes()).length === 101, T.wait, '101 queued nodes');
+      await eventually(async () => (await holder.participants()).length === 101, T.wait, '101 queued nodes');
       // Every waiter has its predecessor watch in place once each has one watched path.
       const watches = await eventually(async () => {
         const w = parseWchp(await zk.fourLetterWord('wchp'));

@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ZooKeeperServer } from '../../src/testing/index.js';
 import { AcquireTimeoutError, ClosedError, ConfigError } from '../../src/core/errors.js';
-import { whenAborted } from '../../src/core/abort.js';
-import { InterProcessReadWriteLock, InterProcessSemaphoreV2, LeaderSelector, type LeadershipContext, type ZkSession } from '../../src/recipes/zk/index.js';
+import { InterProcessReadWriteLock, InterProcessSemaphoreV2, type ZkSession } from '../../src/recipes/zk/index.js';
 import { children, eventually, expireSession, openSession, rawClient, T } from './helpers.js';
 
 let zk: ZooKeeperServer;
@@ -18,70 +17,6 @@ afterAll(async () => {
   await zk?.stop();
 });
 
-describe('LeaderSelector', () => {
-  it('leads while takeLeadership runs, hands over when it returns, and requeues with autoRequeue', async () => {
-    const terms: { who: string; fence: bigint }[] = [];
-    let running = 0;
-    let overlaps = 0;
-    let abortedDuringTerm = 0;
-    let closing = false;
-    const make = (s: ZkSession, who: string): LeaderSelector =>
-      new LeaderSelector(s, '/selector/rotate', {
-        id: who,
-        autoRequeue: true,
-        takeLeadership: async ({ fence, signal }: LeadershipContext) => {
-          if (++running !== 1) overlaps++;
-          terms.push({ who, fence });
-          await new Promise((r) => setTimeout(r, 20));
-          if (signal.aborted && !closing) abortedDuringTerm++;
-          running--;
-        },
-      });
-    const a = make(s1, 'a');
-    const b = make(s2, 'b');
-    a.start();
-    b.start();
-    await eventually(() => terms.length >= 6);
-    closing = true;
-    await Promise.all([a.close(), b.close()]);
-    expect(overlaps).toBe(0);
-    expect(abortedDuringTerm).toBe(0);
-    expect(new Set(terms.map((t) => t.who))).toEqual(new Set(['a', 'b']));
-    for (let i = 1; i < terms.length; i++) expect(terms[i]!.fence > terms[i - 1]!.fence).toBe(true);
-  });
-
-  it('interruptLeadership aborts the term signal; without autoRequeue it stays out until requeue()', async () => {
-    let terms = 0;
-    const sel = new LeaderSelector(s1, '/selector/interrupt', {
-      takeLeadership: async ({ signal }) => {
-        terms++;
-        await whenAborted(signal);
-      },
-    });
-    sel.start();
-    await eventually(() => sel.hasLeadership());
-    sel.interruptLeadership();
-    await eventually(() => !sel.hasLeadership());
-    await new Promise((r) => setTimeout(r, 200));
-    expect(terms).toBe(1);
-    expect(sel.requeue()).toBe(true);
-    await eventually(() => terms === 2 && sel.hasLeadership());
-    expect(sel.requeue()).toBe(false);
-    expect((await sel.getParticipants())[0]?.isLeader).toBe(true);
-    await sel.close();
-    expect(sel.hasLeadership()).toBe(false);
-  });
-
-  it('rejects a missing takeLeadership and a second start', async () => {
-    expect(() => new LeaderSelector(s1, '/selector/bad', {} as never)).toThrow(ConfigError);
-    const sel = new LeaderSelector(s1, '/selector/bad', { takeLeadership: async () => undefined });
-    sel.start();
-    expect(() => sel.start()).toThrow(ConfigError);
-    await sel.close();
-    expect(() => sel.requeue()).toThrow(ClosedError);
-  });
-});
-
 describe('InterProcessSemaphoreV2', () => {
   it('hands out at most maxLeases, individually, and the next waiter gets a freed one', async () => {
     const a = new InterProcessSemaphoreV2(s1, '/sem/basic', 3);
@@ -92,14 +27,14 @@ describe('InterProcessSemaphoreV2', () => {
     const one = await b.acquire(1, { timeoutMs: T.wait });
     await expect(b.acquire(1, { timeoutMs: 300 })).rejects.toBeInstanceOf(AcquireTimeoutError);
     // The timed-out acquire left no lease node behind (CURATOR-335/462).
-    expect(await a.getParticipantNodes()).toHaveLength(3);
+    expect(await a.participants()).toHaveLength(3);
     const pending = b.acquire(1);
     await two[0]!.release();
     const got = await pending;
     expect(got).toHaveLength(1);
-    expect(await a.getParticipantNodes()).toHaveLength(3);
+    expect(await a.participants()).toHaveLength(3);
     await Promise.all([two[1]!.release(), one[0]!.release(), got[0]!.release()]);
-    expect(await a.getParticipantNodes()).toHaveLength(0);
+    expect(await a.participants()).toHaveLength(0);
     await Promise.all([a.close(), b.close()]);
   });
 
@@ -113,9 +48,9 @@ describe('InterProcessSemaphoreV2', () => {
       await expireSession(zk.connectionString, doomed);
       expect(held.every((l) => l.signal.aborted)).toBe(true);
       const got = await waiting;
-      expect(await b.getParticipantNodes()).toHaveLength(2);
+      expect(await b.participants()).toHaveLength(2);
       await Promise.all(got.map((l) => l.release()));
-      expect(await b.getParticipantNodes()).toHaveLength(0);
+      expect(await b.participants()).toHaveLength(0);
       await Promise.all([a.close(), b.close()]);
     } finally {
       await doomed.close();
@@ -165,7 +100,7 @@ describe('InterProcessReadWriteLock', () => {
     const w = await rw.writeLock().acquire();
     let otherWriter = false;
     const queued = other.writeLock().acquire().then((l) => ((otherWriter = true), l));
-    await eventually(async () => (await rw.writeLock().getParticipantNodes()).length === 2);
+    await eventually(async () => (await rw.writeLock().participants()).length === 2);
     const r = await rw.readLock().acquire({ timeoutMs: 2000 });
     await w.release();
     await new Promise((res) => setTimeout(res, 300));

@@ -6,9 +6,7 @@ import {
   InterProcessReadWriteLock,
   InterProcessSemaphoreV2,
   LeaderLatch,
-  LeaderSelector,
   ZkSession,
-  type LeadershipContext,
   type ZkConnectionState,
   type ZkSessionEvents,
 } from '../../src/recipes/zk/index.js';
@@ -23,13 +21,10 @@ describe('tenure/zk types', () => {
     expectTypeOf<InterProcessSemaphoreV2>().toMatchTypeOf<AsyncDisposable>();
     expectTypeOf<InterProcessReadWriteLock>().toMatchTypeOf<AsyncDisposable>();
     expectTypeOf<LeaderLatch>().toMatchTypeOf<AsyncDisposable>();
-    expectTypeOf<LeaderSelector>().toMatchTypeOf<AsyncDisposable>();
   });
 
   it('the latch is a Candidate and its events are typed', () => {
     expectTypeOf<LeaderLatch>().toMatchTypeOf<Candidate>();
-    expectTypeOf<LeadershipContext>().toHaveProperty('fence').toEqualTypeOf<bigint>();
-    expectTypeOf<LeadershipContext>().toHaveProperty('signal').toEqualTypeOf<AbortSignal>();
     expectTypeOf<ZkSessionEvents['state']>().toEqualTypeOf<(state: ZkConnectionState) => void>();
     expectTypeOf<ZkSessionEvents['LOST']>().toEqualTypeOf<() => void>();
   });

@@ -1,6 +1,8 @@
-import { Etcd3, isRecoverableError, type IOptions } from 'etcd3';
+import type { Etcd3, IOptions } from 'etcd3';
+import { ExponentialBackoff, handleWhen, noop, retry } from 'cockatiel';
 import { ConfigError } from '../../core/errors.js';
 import { optionalNumber, requireOptions } from '../../core/validate.js';
+import { etcd3 } from './peer.js';
 
 /**
  * The etcd3 client with fault handling chosen for leases, not for throughput.
@@ -8,54 +10,38 @@ import { optionalNumber, requireOptions } from '../../core/validate.js';
  * etcd3's defaults put a circuit breaker on each host that opens for 5 s after 3 failures: a 1 s
  * raft election or link reset then becomes a ~6 s outage, longer than a short lease TTL, and a
  * leader that could have kept its lease loses it. tenure's client instead
- * - has no per-host breaker (a host that failed is simply tried again on the next call),
- * - retries a failed call on another host a few times with a short pause (every tenure write is
- *   guarded by a compare, so a retry cannot do harm),
+ * - has no per-host breaker (cockatiel's no-op policy: a host that failed is simply tried again),
+ * - retries a failed call on another host a few times through tenure's one backoff policy
+ *   (cockatiel's jittered exponential backoff; every tenure write is guarded by a compare, so a
+ *   retry cannot do harm),
  * - reconnects gRPC channels and watch streams within 100–1000 ms instead of up to 30 s.
  * The session's local deadline, not the client, decides when a lease may be lost.
  */
 
 /** gRPC call options as the etcd3 client's RPC methods take them. */
 export type CallOptions = NonNullable<Parameters<Etcd3['kv']['range']>[1]>;
-type FaultHandling = NonNullable<IOptions['faultHandling']>;
-type HostPolicy = ReturnType<NonNullable<FaultHandling['host']>>;
-type WatchBackoff = NonNullable<FaultHandling['watchBackoff']>;
 
 export interface EtcdClientOptions {
   /** etcd endpoints, e.g. `['http://127.0.0.1:2379']`. */
   hosts: string | string[];
   /** Attempts per call across hosts on a recoverable error. @default 3 */
   maxAttempts?: number;
-  /** Pause between attempts in ms. @default 50 */
+  /** First pause between attempts in ms (jittered, doubling). @default 50 */
   retryDelayMs?: number;
   /** Extra options passed to the etcd3 client (hosts and faultHandling are tenure's). */
   etcd3?: Omit<IOptions, 'hosts' | 'faultHandling'>;
 }
 
-/** A pass-through policy: no circuit breaker per host. */
-function passThrough(): HostPolicy {
-  return { execute: (fn: (ctx: unknown) => unknown) => Promise.resolve().then(() => fn({ signal: new AbortController().signal })) } as unknown as HostPolicy;
+const endpoints = new WeakMap<Etcd3, string>();
+
+/** The endpoints a client talks to, for error messages (never with credentials). */
+export function endpointOf(client: Etcd3): string | undefined {
+  return endpoints.get(client) ?? describeHosts((client as unknown as { options?: { hosts?: string | string[] } }).options?.hosts);
 }
 
-/** Retries recoverable errors `maxAttempts` times in total, `delayMs` apart. */
-function retrying(maxAttempts: number, delayMs: number): FaultHandling['global'] {
-  return {
-    async execute(fn: (ctx: unknown) => unknown) {
-      for (let attempt = 1; ; attempt++) {
-        try {
-          return await fn({ signal: new AbortController().signal, attempt });
-        } catch (e) {
-          if (attempt >= maxAttempts || !(e instanceof Error) || !isRecoverableError(e)) throw e;
-          await new Promise((r) => setTimeout(r, delayMs));
-        }
-      }
-    },
-  } as unknown as FaultHandling['global'];
-}
-
-/** Reconnect a watch stream after 100 ms, doubling up to 1 s. */
-function watchBackoff(duration = 100): WatchBackoff {
-  return { duration, next: () => watchBackoff(Math.min(1000, duration * 2)) } as unknown as WatchBackoff;
+function describeHosts(hosts: string | string[] | undefined): string | undefined {
+  if (hosts === undefined) return undefined;
+  return (Array.isArray(hosts) ? hosts : [hosts]).map((h) => h.replace(/\/\/[^@/]*@/, '//')).join(',');
 }
 
 /**
@@ -69,9 +55,9 @@ export function createEtcdClient(options: EtcdClientOptions): Etcd3 {
     throw new ConfigError('hosts', 'must be a non-empty endpoint or list of endpoints');
   }
   const maxAttempts = optionalNumber('maxAttempts', o.maxAttempts, 3, { integer: true, min: 1, max: 20 });
-  const retryDelayMs = optionalNumber('retryDelayMs', o.retryDelayMs, 50, { min: 0, max: 10_000 });
+  const retryDelayMs = optionalNumber('retryDelayMs', o.retryDelayMs, 50, { min: 1, max: 10_000 });
   const extra = requireOptions('etcd3', o.etcd3);
-  return new Etcd3({
+  const client = new etcd3.Etcd3({
     ...extra,
     hosts,
     grpcOptions: {
@@ -80,8 +66,14 @@ export function createEtcdClient(options: EtcdClientOptions): Etcd3 {
       'grpc.max_reconnect_backoff_ms': 1000,
       ...extra.grpcOptions,
     },
-    faultHandling: { host: passThrough, global: retrying(maxAttempts, retryDelayMs), watchBackoff: watchBackoff() },
+    faultHandling: {
+      host: () => noop,
+      global: retry(handleWhen(etcd3.isRecoverableError), { maxAttempts: maxAttempts - 1, backoff: new ExponentialBackoff({ initialDelay: retryDelayMs, maxDelay: 1000 }) }),
+      watchBackoff: new ExponentialBackoff({ initialDelay: 100, maxDelay: 1000 }).next(),
+    },
   });
+  endpoints.set(client, describeHosts(hosts)!);
+  return client;
 }
 
 /**

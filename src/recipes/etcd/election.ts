@@ -1,10 +1,12 @@
-import { waitScope } from '../../core/abort.js';
+import { raceSignal, waitScope } from '../../core/abort.js';
 import type { Candidate } from '../../core/candidate.js';
-import { ClosedError, NotLeaderError } from '../../core/errors.js';
+import { BusyError, ClosedError, NotLeaderError } from '../../core/errors.js';
 import type { Lease, LeaseController } from '../../core/lease.js';
-import { optionalSignal, requireOptions } from '../../core/validate.js';
+import type { WaitOptions } from '../../core/options.js';
+import { optionalId, optionalSignal, requireOptions } from '../../core/validate.js';
+import { toTenureError } from './errors.js';
 import { requireName, requireSession, toValue } from './names.js';
-import { observeLeader, readLeader, type LeaderInfo } from './observe.js';
+import { observeLeader, readLeader, type EtcdLeaderInfo } from './observe.js';
 import { RevisionQueue, type QueueStats, type Slot } from './queue.js';
 import type { EtcdSession } from './session.js';
 
@@ -17,49 +19,47 @@ export interface Term extends Lease {
   /** Ends the term: aborts `signal`, deletes the key (owner-checked). Same as `release()`. */
   resign(): Promise<void>;
   /**
-   * Publishes a new value while keeping the term (the fence stays the term's). Guarded by the
-   * key's create_revision; rejects with NotLeaderError (and ends the term) if it is no longer ours.
+   * Publishes a new value while keeping the term (the fence stays the term's); observers see it
+   * as the leader's id. Guarded by the key's create_revision; rejects with NotLeaderError (and
+   * ends the term) if it is no longer ours.
    */
   proclaim(value: string | Buffer): Promise<void>;
 }
 
-export interface EtcdCampaignOptions {
-  /** Aborts the campaign; the queued key is removed. */
-  signal?: AbortSignal;
-  /** Gives up after this many ms with AcquireTimeoutError; the queued key is removed. */
-  timeoutMs?: number;
-}
-
 export interface EtcdElectionOptions {
-  /** The value `campaign()` uses when given none. @default the session's lease id in hex */
-  value?: string | Buffer;
+  /**
+   * This participant's id: the value its key holds while it campaigns and leads, so it is what
+   * `leader()`, `observe()` and `etcdctl elect -l` show. @default a random UUID
+   */
+  id?: string;
 }
 
 /**
  * Leader election on etcd, like etcd's `concurrency.Election` (same key layout, so it
  * interoperates with `etcdctl elect`), plus a fence per term and a signal that aborts before
  * the server can elect someone else. Candidates queue by `create_revision`; each watches only
- * its predecessor.
+ * its predecessor. After the session's lease is lost, the next `campaign()` queues again on a
+ * new lease of the same session.
  */
-export class EtcdElection implements Candidate, AsyncDisposable {
+export class EtcdElection implements Candidate {
   readonly name: string;
+  readonly id: string;
   readonly session: EtcdSession;
   readonly #queue: RevisionQueue;
-  readonly #defaultValue: Buffer;
-  #term: { ctl: LeaseController; slot: Slot; term: Term } | undefined;
-  readonly #campaigns = new Set<AbortController>();
-  #closed = false;
+  #term: { ctl: LeaseController; term: Term } | undefined;
+  readonly #closing = new AbortController();
+  #campaigning = false;
 
   constructor(session: EtcdSession, name: string, options?: EtcdElectionOptions) {
     this.session = requireSession(session);
     this.name = requireName('name', name);
     const o = requireOptions('options', options);
-    this.#defaultValue = o.value === undefined ? Buffer.from(this.session.leaseIdHex) : toValue('value', o.value);
+    this.id = optionalId(o.id);
     this.#queue = new RevisionQueue(this.session, this.name, `election ${this.name}`);
   }
 
-  /** This candidate's key, as other participants see it. */
-  get id(): string {
+  /** This candidate's key under the session's current lease, `<name>/<lease id hex>`. */
+  get key(): string {
     return this.#queue.key;
   }
 
@@ -70,42 +70,53 @@ export class EtcdElection implements Candidate, AsyncDisposable {
 
   /** The current term, if this candidate leads. */
   get term(): Term | undefined {
-    return this.#term && !this.#term.ctl.ended ? this.#term.term : undefined;
+    return this.#term && !this.#term.ctl.lease.lost ? this.#term.term : undefined;
   }
 
   /**
-   * Waits until this candidate leads; resolves with the {@link Term}. An aborted campaign
-   * deletes its key; a campaign whose key disappears while queued (session expired) rejects with
-   * SessionExpiredError at once.
+   * Waits until this candidate leads; resolves with the {@link Term} (the live term again when
+   * already leading). An aborted campaign deletes its key; a campaign whose key disappears while
+   * queued (session expired) rejects with SessionExpiredError at once.
    */
-  campaign(options?: EtcdCampaignOptions): Promise<Term>;
-  campaign(value: string | Buffer, options?: EtcdCampaignOptions): Promise<Term>;
-  async campaign(a?: string | Buffer | EtcdCampaignOptions, b?: EtcdCampaignOptions): Promise<Term> {
-    const plain = a !== undefined && typeof a !== 'string' && !Buffer.isBuffer(a);
-    const value = a === undefined || plain ? this.#defaultValue : toValue('value', a);
-    const o = requireOptions('options', plain ? (a as EtcdCampaignOptions) : b);
+  async campaign(options?: WaitOptions): Promise<Term> {
+    const o = requireOptions('options', options);
     optionalSignal('signal', o.signal);
     this.#checkOpen();
-    if (this.term) throw new NotLeaderError(`election ${this.name}: already leading; resign first`);
-    const mine = new AbortController();
-    this.#campaigns.add(mine);
-    const scope = waitScope(`election ${this.name}: campaign`, { signal: o.signal ? AbortSignal.any([o.signal, mine.signal]) : mine.signal, timeoutMs: o.timeoutMs });
+    const live = this.term;
+    if (live) return live;
+    if (this.#campaigning) throw new BusyError(`election ${this.name}: a campaign is already in flight on this candidate`);
+    const scope = waitScope(`election ${this.name}: campaign`, { signal: o.signal ? AbortSignal.any([o.signal, this.#closing.signal]) : this.#closing.signal, timeoutMs: o.timeoutMs });
+    this.#campaigning = true;
     try {
+      const value = Buffer.from(this.id);
       const got = await this.#queue.acquire(value, scope.signal);
       return this.#begin(got!.slot, got!.fence, value);
     } finally {
+      this.#campaigning = false;
       scope.dispose();
-      this.#campaigns.delete(mine);
     }
   }
 
-  /** The current leader, read from etcd (a head that has not claimed yet has no fence). */
-  async leader(): Promise<LeaderInfo | undefined> {
-    return (await readLeader(this.session.client, this.#queue.prefix)).leader;
+  /** Ends the current term, if any (deletes the leader key); the candidate stays usable. */
+  async resign(): Promise<void> {
+    await this.#term?.ctl.release();
   }
 
-  /** Leader changes as an async iterator (see {@link observeLeader}). */
-  observe(options?: { signal?: AbortSignal }): AsyncGenerator<LeaderInfo, void, undefined> {
+  /** The current leader, read from etcd. */
+  async leader(options?: WaitOptions): Promise<EtcdLeaderInfo | undefined> {
+    const o = requireOptions('options', options);
+    const scope = waitScope(`election ${this.name}: leader`, { signal: optionalSignal('signal', o.signal), timeoutMs: o.timeoutMs });
+    try {
+      return (await raceSignal(readLeader(this.session.client, this.#queue.prefix), scope.signal)).leader;
+    } catch (e) {
+      throw toTenureError(e, `election ${this.name}: leader`, undefined);
+    } finally {
+      scope.dispose();
+    }
+  }
+
+  /** Leader changes as an async iterator: the current leader first (undefined when nobody leads), then every change. */
+  observe(options?: { signal?: AbortSignal }): AsyncGenerator<EtcdLeaderInfo | undefined, void, undefined> {
     const o = requireOptions('options', options);
     const signal = optionalSignal('signal', o.signal) ?? new AbortController().signal;
     return observeLeader(this.session.client, this.#queue.prefix, signal, this.session.logger);
@@ -113,8 +124,7 @@ export class EtcdElection implements Candidate, AsyncDisposable {
 
   /** Aborts any campaign, resigns any term, refuses further use. Idempotent. */
   async close(): Promise<void> {
-    this.#closed = true;
-    for (const c of this.#campaigns) c.abort(new ClosedError(`election ${this.name}`));
+    if (!this.#closing.signal.aborted) this.#closing.abort(new ClosedError(`election ${this.name}`));
     await this.#term?.ctl.release();
   }
 
@@ -124,8 +134,8 @@ export class EtcdElection implements Candidate, AsyncDisposable {
 
   #begin(slot: Slot, fence: bigint, initial: Buffer): Term {
     let value = initial;
-    const entry = { slot } as { ctl: LeaseController; slot: Slot; term: Term };
-    entry.ctl = this.#queue.lease(this.name, slot, fence, () => {
+    const entry = {} as { ctl: LeaseController; term: Term };
+    entry.ctl = this.#queue.lease(slot, fence, () => {
       if (this.#term === entry) this.#term = undefined;
     });
     const lease = entry.ctl.lease;
@@ -134,12 +144,15 @@ export class EtcdElection implements Candidate, AsyncDisposable {
       name: lease.name,
       fence: lease.fence,
       signal: lease.signal,
-      key: queue.key,
+      key: slot.key,
       get value() {
         return value;
       },
       get lost() {
         return lease.lost;
+      },
+      get lostReason() {
+        return lease.lostReason;
       },
       remainingMs: () => lease.remainingMs(),
       throwIfLost: () => lease.throwIfLost(),
@@ -149,7 +162,7 @@ export class EtcdElection implements Candidate, AsyncDisposable {
       proclaim: async (next: string | Buffer) => {
         const v = toValue('value', next);
         if (lease.lost) throw new NotLeaderError(`election ${this.name}: term ended; cannot proclaim`, { cause: lease.signal.reason });
-        const res = await queue.txn([queue.ownerCompare(slot.rev)], [{ request_put: { key: queue.keyBuf, value: v, lease: this.session.leaseId } }], [], lease.signal);
+        const res = await queue.txn([queue.ownerCompare(slot.keyBuf, slot.rev)], [{ request_put: { key: slot.keyBuf, value: v, lease: slot.epoch.leaseId } }], [], lease.signal);
         if (!res.succeeded) {
           entry.ctl.lose('expired', undefined, `election ${this.name}: leader key is gone`);
           throw new NotLeaderError(`election ${this.name}: no longer the leader; proclaim refused`);
@@ -159,12 +172,12 @@ export class EtcdElection implements Candidate, AsyncDisposable {
     });
     entry.term = term;
     this.#term = entry;
-    if (this.#closed) void term.release();
+    if (this.#closing.signal.aborted) void term.release();
     return term;
   }
 
   #checkOpen(): void {
-    if (this.#closed) throw new ClosedError(`election ${this.name}`);
-    this.session.throwIfLost(`election ${this.name}`);
+    if (this.#closing.signal.aborted) throw new ClosedError(`election ${this.name}`);
+    if (this.session.closed) throw new ClosedError(`election ${this.name}: session`);
   }
 }

@@ -1,5 +1,7 @@
 import type { Etcd3, IDuplexStream, ILeaseKeepAliveRequest, ILeaseKeepAliveResponse } from 'etcd3';
-import type { Logger } from 'pino';
+import { Backoff } from '../../core/backoff.js';
+import { ClosedError } from '../../core/errors.js';
+import type { Logger } from '../../core/options.js';
 import type { Clock } from '../../core/clock.js';
 
 type Stream = IDuplexStream<ILeaseKeepAliveRequest, ILeaseKeepAliveResponse>;
@@ -23,6 +25,8 @@ export class KeepAliveLoop {
   #opening: Promise<Stream> | undefined;
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
+  /** Pauses before re-opening a failed stream; reset by every acknowledged keepalive. */
+  readonly #retry: Backoff;
 
   constructor(client: Etcd3, leaseId: string, intervalMs: number, clock: Clock, logger: Logger, onAck: (sentAt: number, ttlSeconds: number) => void) {
     this.#client = client;
@@ -31,6 +35,7 @@ export class KeepAliveLoop {
     this.#clock = clock;
     this.#logger = logger;
     this.#onAck = onAck;
+    this.#retry = new Backoff({ initialMs: 50, maxMs: Math.max(50, intervalMs / 2) });
     this.#tick();
   }
 
@@ -74,7 +79,7 @@ export class KeepAliveLoop {
         if (this.#stopped) {
           stream.on('error', () => undefined);
           stream.end();
-          throw new Error('keepalive stopped');
+          throw new ClosedError('etcd keepalive');
         }
         this.#stream = stream;
         this.#pending = [];
@@ -82,12 +87,13 @@ export class KeepAliveLoop {
           if (stream !== this.#stream) return;
           const sent = this.#pending.shift();
           if (sent !== undefined) this.#onAck(sent, Number(res.TTL));
+          this.#retry.reset();
         });
         const onFail = (e?: unknown): void => {
           if (stream !== this.#stream) return;
           this.#logger.debug({ err: e }, 'etcd session: keepalive stream ended');
           this.#drop();
-          this.#schedule(100); // retry soon, not a whole period later
+          this.#schedule(this.#retry.next()); // retry soon, not a whole period later
         };
         stream.on('error', onFail);
         stream.on('end', onFail);
@@ -95,7 +101,7 @@ export class KeepAliveLoop {
       },
       (e: unknown) => {
         this.#opening = undefined;
-        this.#schedule(100);
+        this.#schedule(this.#retry.next());
         throw e;
       },
     );

@@ -1,7 +1,7 @@
 import type { ITxnRequest, ITxnResponse } from 'etcd3';
-import { sleep } from '../../core/abort.js';
-import { TenureError } from '../../core/errors.js';
+import { retryUntil } from '../../core/backoff.js';
 import { callWithin } from './client.js';
+import { retryableEtcdError, toTenureError } from './errors.js';
 import type { EtcdSession } from './session.js';
 
 /**
@@ -23,21 +23,18 @@ export function prefixEnd(prefix: Buffer): Buffer {
   return Buffer.from([0]);
 }
 
-/** Whether an error is worth retrying (a transport error, not a tenure decision or an abort). */
-function transient(e: unknown, signal: AbortSignal): boolean {
-  return !signal.aborted && !(e instanceof TenureError) && !(e instanceof Error && e.name === 'AbortError');
-}
-
-/** Runs a txn, retrying transport errors (with a short backoff) until `signal` aborts. */
+/**
+ * Runs a txn, retrying transport errors through the backoff policy until `signal` aborts; a
+ * refusal (permission denied, request too large) is not retried and rejects as a tenure error.
+ */
 export async function retryingTxn(session: EtcdSession, req: ITxnRequest, signal: AbortSignal, what: string): Promise<ITxnResponse> {
-  for (let attempt = 0; ; attempt++) {
-    signal.throwIfAborted();
-    try {
-      return await session.client.kv.txn(req, callWithin(ATTEMPT_MS));
-    } catch (e) {
-      if (!transient(e, signal)) throw e;
-      session.logger.debug({ err: e }, `${what}: etcd call failed; retrying`);
-      await sleep(Math.min(500, 50 * 2 ** Math.min(attempt, 4)), signal);
-    }
+  try {
+    return await retryUntil(() => session.client.kv.txn(req, callWithin(ATTEMPT_MS)), {
+      signal,
+      retryable: retryableEtcdError,
+      onRetry: (e) => session.logger.debug({ err: e }, `${what}: etcd call failed; retrying`),
+    });
+  } catch (e) {
+    throw toTenureError(e, what, session.endpoint);
   }
 }

@@ -1,32 +1,35 @@
-import { SortOrder, SortTarget, type IKeyValue } from 'etcd3';
+import type { Etcd3, IKeyValue } from 'etcd3';
+import { Backoff } from '../../core/backoff.js';
+import type { LeaderInfo } from '../../core/candidate.js';
 import { sleep } from '../../core/abort.js';
-import { TenureError } from '../../core/errors.js';
+import type { Logger } from '../../core/options.js';
 import { callWithin } from './client.js';
+import { retryableEtcdError, toTenureError } from './errors.js';
 import { prefixEnd } from './kv.js';
 import { refuseNested } from './names.js';
-import type { EtcdSession } from './session.js';
-import type { Etcd3 } from 'etcd3';
+import { etcd3 } from './peer.js';
 
-/** Who leads an election, as an observer sees it. */
-export interface LeaderInfo {
+/** Who leads an etcd election, as an observer sees it. */
+export interface EtcdLeaderInfo extends LeaderInfo {
+  /** The leader's id: its value as UTF-8 (what it campaigned or last proclaimed with). */
+  readonly id: string;
+  /** The leader's value as stored (what `etcdctl elect -l` prints). */
+  readonly value: Buffer;
   /** The leader's key, `<name>/<lease id hex>`. */
-  key: string;
-  /** The value it campaigned or last proclaimed with. */
-  value: Buffer;
+  readonly key: string;
   /** Its place in the queue. */
-  createRevision: bigint;
+  readonly createRevision: bigint;
   /** Revision of its last put (the claim or the latest proclaim). */
-  modRevision: bigint;
+  readonly modRevision: bigint;
   /**
    * The term's fence: the revision of the put that claimed leadership (the key's 2nd version).
-   * Undefined while the head has not claimed yet, or when that history was compacted away.
+   * Undefined when that history was compacted away.
    */
-  fence: bigint | undefined;
+  readonly fence: bigint | undefined;
 }
 
 /** Finds the revision of the key's 2nd version (its claim) by bisecting its history. */
 async function claimRevision(client: Etcd3, kv: IKeyValue): Promise<bigint | undefined> {
-  if (kv.version === '1') return undefined;
   if (kv.version === '2') return BigInt(kv.mod_revision);
   let lo = BigInt(kv.create_revision) + 1n;
   let hi = BigInt(kv.mod_revision);
@@ -44,21 +47,27 @@ async function claimRevision(client: Etcd3, kv: IKeyValue): Promise<bigint | und
   }
 }
 
-/** The head of the queue under `prefix` at one revision. */
-export async function readLeader(client: Etcd3, prefix: Buffer): Promise<{ leader: LeaderInfo | undefined; revision: bigint }> {
+/**
+ * The leader under `prefix` at one revision: the head of the queue once it has claimed (a head
+ * whose key is still at version 1 is about to claim or resign: nobody leads yet).
+ */
+export async function readLeader(client: Etcd3, prefix: Buffer): Promise<{ leader: EtcdLeaderInfo | undefined; head: IKeyValue | undefined; revision: bigint }> {
   const res = await client.kv.range(
-    { key: prefix, range_end: prefixEnd(prefix), sort_order: SortOrder.Ascend, sort_target: SortTarget.Create, limit: 1 },
+    { key: prefix, range_end: prefixEnd(prefix), sort_order: etcd3.SortOrder.Ascend, sort_target: etcd3.SortTarget.Create, limit: 1 },
     callWithin(5000),
   );
   const kv = res.kvs[0];
   const revision = BigInt(res.header.revision);
-  if (!kv) return { leader: undefined, revision };
+  if (!kv) return { leader: undefined, head: undefined, revision };
   refuseNested(prefix, kv.key);
+  if (kv.version === '1') return { leader: undefined, head: kv, revision };
   return {
     revision,
+    head: kv,
     leader: {
-      key: kv.key.toString(),
+      id: kv.value.toString('utf8'),
       value: kv.value,
+      key: kv.key.toString(),
       createRevision: BigInt(kv.create_revision),
       modRevision: BigInt(kv.mod_revision),
       fence: await claimRevision(client, kv),
@@ -84,38 +93,45 @@ async function nextChange(client: Etcd3, key: Buffer, fromRev: bigint, prefix: b
   }
 }
 
+function changed(a: EtcdLeaderInfo | undefined, b: EtcdLeaderInfo | undefined): boolean {
+  if (a === undefined || b === undefined) return a !== b;
+  return a.key !== b.key || a.createRevision !== b.createRevision || !a.value.equals(b.value);
+}
+
 /**
- * Leader changes under `prefix` as an async iterator: yields the current leader once it has
- * claimed, then every new leader and every newly proclaimed value (a proclaim of the value the
- * leader already has is not a change). Survives member failure and
+ * Leader changes under `prefix` as an async iterator: the current leader first (undefined when
+ * nobody leads), then every new leader, every newly proclaimed value (a proclaim of the value the
+ * leader already has is not a change) and every time nobody leads. Survives member failure and
  * reconnects (reads are retried; watches resume from the last revision). Rejects with
  * `signal.reason` when `signal` aborts.
  */
-export async function* observeLeader(client: Etcd3, prefix: Buffer, signal: AbortSignal, logger?: EtcdSession['logger']): AsyncGenerator<LeaderInfo, void, undefined> {
-  let last: LeaderInfo | undefined;
-  let failures = 0;
+export async function* observeLeader(client: Etcd3, prefix: Buffer, signal: AbortSignal, logger: Logger): AsyncGenerator<EtcdLeaderInfo | undefined, void, undefined> {
+  let first = true;
+  let last: EtcdLeaderInfo | undefined;
+  const backoff = new Backoff({ initialMs: 50, maxMs: 1000 });
   for (;;) {
     signal.throwIfAborted();
     let read: Awaited<ReturnType<typeof readLeader>>;
     try {
       read = await readLeader(client, prefix);
-      failures = 0;
+      backoff.reset();
     } catch (e) {
-      if (e instanceof TenureError) throw e;
-      logger?.debug({ err: e }, 'election observe: read failed; retrying');
-      await sleep(Math.min(1000, 50 * 2 ** Math.min(failures++, 5)), signal);
+      if (!retryableEtcdError(e)) throw toTenureError(e, 'election observe', undefined);
+      logger.debug({ err: e }, 'election observe: read failed; retrying');
+      await sleep(backoff.next(), signal);
       continue;
     }
-    const { leader, revision } = read;
-    const claimed = leader && leader.fence !== undefined ? leader : undefined;
-    // A change is a new term (key or create_revision) or a new value. A put that repeats the value
-    // (a proclaim retried after its reply was lost when a member died) is not reported again.
-    if (claimed && (!last || last.key !== claimed.key || last.createRevision !== claimed.createRevision || !last.value.equals(claimed.value))) {
-      last = claimed;
-      yield claimed;
+    const { leader, head, revision } = read;
+    // A change is a new term (key or create_revision), a new value, or nobody leading. A put that
+    // repeats the value (a proclaim retried after its reply was lost when a member died) is not
+    // reported again.
+    if (first || changed(last, leader)) {
+      first = false;
+      last = leader;
+      yield leader;
     }
     // With a head: its puts (claim, proclaims) and deletion matter. Without: any new key.
-    if (leader) await nextChange(client, Buffer.from(leader.key), revision + 1n, false, signal);
+    if (head) await nextChange(client, head.key, revision + 1n, false, signal);
     else await nextChange(client, prefix, revision + 1n, true, signal);
   }
 }

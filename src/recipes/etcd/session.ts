@@ -1,10 +1,13 @@
 import type { Etcd3 } from 'etcd3';
-import { pino, type Logger } from 'pino';
-import { monotonicClock, type Clock } from '../../core/clock.js';
-import { ClosedError, ConfigError, LeaseLostError, SessionExpiredError, TenureError, type LeaseLostReason } from '../../core/errors.js';
+import { raceSignal } from '../../core/abort.js';
+import { leaseTiming } from '../../core/deadline.js';
+import { BusyError, ClosedError, ConfigError, LeaseLostError, SessionExpiredError, type TenureError } from '../../core/errors.js';
+import { optionalClock, optionalLogger, type Logger } from '../../core/options.js';
+import type { Clock } from '../../core/clock.js';
 import { optionalNumber, requireOptions } from '../../core/validate.js';
-import { callWithin, createEtcdClient } from './client.js';
-import { KeepAliveLoop } from './keepalive.js';
+import { callWithin, createEtcdClient, endpointOf } from './client.js';
+import { LeaseEpoch } from './epoch.js';
+import { toTenureError } from './errors.js';
 
 export interface EtcdSessionOptions {
   /**
@@ -15,23 +18,21 @@ export interface EtcdSessionOptions {
   client?: Etcd3;
   /** Endpoints for a client the session creates with {@link createEtcdClient} and closes. */
   hosts?: string | string[];
-  /** Lease TTL in whole seconds (etcd's unit). @default 10 */
-  ttlSeconds?: number;
+  /** Lease TTL in ms, a whole number of seconds (etcd's unit). @default 10000 */
+  ttlMs?: number;
   /**
-   * How long before the server could expire the lease the local deadline fires, in ms: the
-   * deadline is `send time of the last acknowledged keepalive + TTL − safetyMarginMs`.
-   * Must be > 0 and < TTL. @default min(TTL/4, 2000 ms)
+   * How long before the server could expire the lease the local deadline fires: the deadline is
+   * `send time of the last acknowledged keepalive + TTL − safetyMarginMs`. Keepalives go out every
+   * TTL/3. Must be > 0 and < 2/3 of the TTL. @default ttlMs / 5
    */
   safetyMarginMs?: number;
-  /** Keepalive period in ms; must leave room for a retry before the deadline. @default TTL/3 */
-  keepAliveIntervalMs?: number;
   /** Resume this existing lease (decimal string or bigint) instead of granting one. */
   leaseId?: string | bigint;
   /** Deadline for the grant, resume and revoke calls in ms. @default 5000 */
   callTimeoutMs?: number;
-  /** @default monotonicClock */
+  /** @default the monotonic clock */
   clock?: Clock;
-  /** @default a silent pino logger */
+  /** @default silent */
   logger?: Logger;
 }
 
@@ -44,26 +45,24 @@ export interface EtcdSessionOptions {
  * session's keys held.
  *
  * `signal` aborts with a {@link LeaseLostError}: reason `deadline` (no acknowledged keepalive
- * in time), `expired` (etcd says the lease is gone), or `closed` (`close()` / `orphan()`).
+ * in time), `expired` (etcd says the lease is gone), or `closed` (`close()` / `orphan()`). After a
+ * loss the session is not dead: the next campaign or acquire grants a new lease on the same client
+ * (a new `leaseId`, a new `signal`), so recipes built on it carry on. Only `close()` and
+ * `orphan()` are final.
  */
 export class EtcdSession implements AsyncDisposable {
   /** The etcd3 client the recipes use. */
   readonly client: Etcd3;
-  readonly ttlSeconds: number;
+  readonly ttlMs: number;
   readonly safetyMarginMs: number;
-  readonly keepAliveIntervalMs: number;
   readonly clock: Clock;
   readonly logger: Logger;
   readonly #ownsClient: boolean;
   readonly #callTimeoutMs: number;
-  readonly #abort = new AbortController();
-  #leaseId = '0';
-  #deadline = 0;
-  #acked = 0;
-  #keepAlive: KeepAliveLoop | undefined;
-  #deadlineTimer: NodeJS.Timeout | undefined;
+  #epoch!: LeaseEpoch;
+  #granting: Promise<LeaseEpoch> | undefined;
+  readonly #final = new AbortController();
   readonly #keys = new Map<string, object>();
-  #orphaned = false;
   #closed: Promise<void> | undefined;
   #clientClosed = false;
 
@@ -71,9 +70,9 @@ export class EtcdSession implements AsyncDisposable {
   static async create(options: EtcdSessionOptions): Promise<EtcdSession> {
     const session = new EtcdSession(options);
     try {
-      await session.#begin(requireOptions('options', options).leaseId);
+      session.#epoch = await session.#grant(requireOptions('options', options).leaseId);
     } catch (e) {
-      session.#shutdown();
+      session.#closeClient();
       throw e;
     }
     return session;
@@ -82,73 +81,107 @@ export class EtcdSession implements AsyncDisposable {
   private constructor(options: EtcdSessionOptions) {
     const o = requireOptions('options', options);
     if ((o.client === undefined) === (o.hosts === undefined)) throw new ConfigError('client', 'give exactly one of client or hosts');
-    this.ttlSeconds = optionalNumber('ttlSeconds', o.ttlSeconds, 10, { integer: true, min: 1, max: 86_400 });
-    const ttlMs = this.ttlSeconds * 1000;
-    this.safetyMarginMs = optionalNumber('safetyMarginMs', o.safetyMarginMs, Math.min(ttlMs / 4, 2000), { min: 0, exclusiveMin: true });
-    if (this.safetyMarginMs >= ttlMs) throw new ConfigError('safetyMarginMs', `must be less than the TTL (${ttlMs} ms), got ${this.safetyMarginMs}`);
-    this.keepAliveIntervalMs = optionalNumber('keepAliveIntervalMs', o.keepAliveIntervalMs, ttlMs / 3, { min: 10 });
-    if (this.keepAliveIntervalMs >= ttlMs - this.safetyMarginMs) {
-      throw new ConfigError('keepAliveIntervalMs', `must be less than TTL − safetyMarginMs (${ttlMs - this.safetyMarginMs} ms), got ${this.keepAliveIntervalMs}`);
-    }
-    if (o.leaseId !== undefined && !/^[1-9][0-9]*$/.test(String(o.leaseId))) throw new ConfigError('leaseId', `must be a positive integer, got ${String(o.leaseId)}`);
-    this.#callTimeoutMs = optionalNumber('callTimeoutMs', o.callTimeoutMs, 5000, { min: 1 });
-    this.clock = o.clock ?? monotonicClock;
-    this.logger = o.logger ?? pino({ level: 'silent' });
+    const timing = leaseTiming(o, { minTtlMs: 1000, maxTtlMs: 86_400_000, ttlUnitMs: 1000 });
+    this.ttlMs = timing.ttlMs;
+    this.safetyMarginMs = timing.safetyMarginMs;
+    if (o.leaseId !== undefined && !/^[1-9][0-9]{0,18}$/.test(String(o.leaseId))) throw new ConfigError('leaseId', `must be a positive integer, got ${String(o.leaseId)}`);
+    this.#callTimeoutMs = optionalNumber('callTimeoutMs', o.callTimeoutMs, 5000, { integer: true, min: 1, max: 2 ** 31 - 1 });
+    this.clock = optionalClock(o.clock);
+    this.logger = optionalLogger(o.logger, { name: 'etcd-session' });
     this.#ownsClient = o.client === undefined;
     this.client = o.client ?? createEtcdClient({ hosts: o.hosts! });
   }
 
-  /** The lease id as a decimal string (what etcd's JSON and etcdctl show). */
+  /** The endpoints the client talks to, for error messages. */
+  get endpoint(): string | undefined {
+    return endpointOf(this.client);
+  }
+
+  /** The current lease id as a decimal string (what etcd's JSON and etcdctl show). */
   get leaseId(): string {
-    return this.#leaseId;
+    return this.#epoch.leaseId;
   }
 
-  /** The lease id in lower-case hex, the form etcd's concurrency keys use. */
+  /** The current lease id in lower-case hex, the form etcd's concurrency keys use. */
   get leaseIdHex(): string {
-    return BigInt(this.#leaseId).toString(16);
+    return this.#epoch.leaseIdHex;
   }
 
-  /** Aborts when the lease is lost, may be lost, or the session ends. */
+  /** Aborts when the current lease is lost, may be lost, or the session ends. Read it again after a loss. */
   get signal(): AbortSignal {
-    return this.#abort.signal;
+    return this.#epoch.signal;
   }
 
-  /** The local deadline in the clock's milliseconds; moves forward with each acknowledged keepalive. */
+  /** The current lease's local deadline in the clock's milliseconds; moves forward with each acknowledged keepalive. */
   get deadline(): number {
-    return this.#deadline;
+    return this.#epoch.deadline;
   }
 
-  /** Keepalives acknowledged so far. */
+  /** Keepalives acknowledged for the current lease. */
   get keepAlivesAcked(): number {
-    return this.#acked;
+    return this.#epoch.acked;
   }
 
-  /** True once `signal` aborted or the local deadline passed (checked synchronously). */
+  /** True once the current lease is lost (signal aborted or local deadline passed, checked synchronously). */
   get lost(): boolean {
-    if (!this.#abort.signal.aborted && this.clock.now() >= this.#deadline) this.#lose('deadline');
-    return this.#abort.signal.aborted;
+    return this.#epoch.lost;
   }
 
-  /** Milliseconds left before the local deadline (0 once lost). */
+  /** True once `close()` or `orphan()` was called. */
+  get closed(): boolean {
+    return this.#final.signal.aborted;
+  }
+
+  /** Milliseconds left before the current lease's local deadline (0 once lost). */
   remainingMs(): number {
-    return this.lost ? 0 : Math.max(0, this.#deadline - this.clock.now());
+    return this.#epoch.remainingMs();
   }
 
-  /** Throws the abort reason ({@link SessionExpiredError} wrapping it) when the session is lost. */
+  /** Throws ClosedError after close, SessionExpiredError when the current lease is lost. */
   throwIfLost(what = 'session'): void {
+    if (this.#final.signal.aborted) throw new ClosedError(`${what}: session`);
     if (this.lost) throw this.expiredError(what);
   }
 
-  /** @internal the error recipes reject with when the session is gone. */
-  expiredError(what: string): TenureError {
-    const reason: unknown = this.#abort.signal.reason;
-    if (reason instanceof LeaseLostError && reason.reason === 'closed') return new ClosedError(`${what}: session`);
-    return new SessionExpiredError(`${what}: session lease ${this.#leaseId} lost (${reason instanceof LeaseLostError ? reason.reason : 'unknown'})`, { cause: reason });
+  /**
+   * @internal The live lease, granting a new one (once, however many recipes ask) when the last
+   * was lost. Rejects with ClosedError after close.
+   */
+  async live(signal: AbortSignal, what: string): Promise<LeaseEpoch> {
+    signal.throwIfAborted();
+    if (this.#final.signal.aborted) throw new ClosedError(`${what}: session`);
+    if (!this.#epoch.lost) return this.#epoch;
+    this.#granting ??= this.#grant(undefined).then(
+      (epoch) => {
+        this.#granting = undefined;
+        if (this.#final.signal.aborted) {
+          epoch.lose('closed', 'session closed');
+          this.client.leaseClient.leaseRevoke({ ID: epoch.leaseId }, callWithin(this.#callTimeoutMs)).catch(() => undefined);
+        } else {
+          this.#epoch = epoch;
+        }
+        return epoch;
+      },
+      (e: unknown) => {
+        this.#granting = undefined;
+        throw e;
+      },
+    );
+    const epoch = await raceSignal(this.#granting, signal);
+    if (this.#final.signal.aborted) throw new ClosedError(`${what}: session`);
+    return epoch;
   }
 
-  /** @internal one queue key per session and name: recipes claim it while they use it. */
+  /** @internal the error recipes reject with when the session is gone. */
+  expiredError(what: string, epoch: LeaseEpoch = this.#epoch): TenureError {
+    if (this.#final.signal.aborted) return new ClosedError(`${what}: session`);
+    const reason: unknown = epoch.signal.reason;
+    return new SessionExpiredError(`${what}: session lease ${epoch.leaseId} lost (${reason instanceof LeaseLostError ? reason.reason : 'unknown'})`, { cause: reason });
+  }
+
+  /** @internal one queue key per session lease and name: recipes claim it while they use it. */
   claimKey(key: string, what: string): object {
-    if (this.#keys.has(key)) throw new TenureError(`${what}: this session already waits for or holds it (one key per session and name; use another session)`);
+    if (this.#keys.has(key)) throw new BusyError(`${what}: this session already waits for or holds it (one key per session and name; use another session)`);
     const token = {};
     this.#keys.set(key, token);
     return token;
@@ -160,99 +193,67 @@ export class EtcdSession implements AsyncDisposable {
   }
 
   /** Ends the session and revokes the lease, deleting every key attached to it. Idempotent. */
-  async close(): Promise<void> {
-    if (this.#closed) return this.#closed;
-    this.#closed = (async () => {
-      const revoke = !this.#orphaned && this.#leaseId !== '0';
-      this.#lose('closed', 'session closed');
+  close(): Promise<void> {
+    this.#closed ??= (async () => {
+      this.#final.abort();
+      const epoch = this.#epoch;
+      const revoke = epoch !== undefined && !epoch.lost;
+      epoch?.lose('closed', 'session closed');
       if (revoke) {
         try {
-          await this.client.leaseClient.leaseRevoke({ ID: this.#leaseId }, callWithin(this.#callTimeoutMs));
+          await this.client.leaseClient.leaseRevoke({ ID: epoch.leaseId }, callWithin(this.#callTimeoutMs));
         } catch (e) {
-          this.logger.debug({ err: e, leaseId: this.#leaseId }, 'etcd session: revoke failed (the lease will expire by its TTL)');
+          this.logger.debug({ err: e, leaseId: epoch.leaseId }, 'etcd session: revoke failed (the lease will expire by its TTL)');
         }
       }
-      this.#shutdown();
+      this.#closeClient();
     })();
     return this.#closed;
   }
 
   /**
    * Stops refreshing without revoking: the lease and its keys live until the TTL runs out, and
-   * another process may resume it with `leaseId`. `signal` aborts (reason `closed`).
+   * another process may resume it with `leaseId`. `signal` aborts (reason `closed`). Final.
    */
   orphan(): void {
-    this.#orphaned = true;
-    this.#lose('closed', 'session orphaned');
-    this.#shutdown();
+    this.#final.abort();
+    this.#epoch.lose('closed', 'session orphaned');
+    this.#closed ??= Promise.resolve();
+    this.#closeClient();
   }
 
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
   }
 
-  async #begin(resume: string | bigint | undefined): Promise<void> {
+  async #grant(resume: string | bigint | undefined): Promise<LeaseEpoch> {
+    try {
+      return await this.#grantOnce(resume);
+    } catch (e) {
+      throw toTenureError(e, resume === undefined ? 'etcd session: lease grant' : 'etcd session: lease resume', this.endpoint);
+    }
+  }
+
+  async #grantOnce(resume: string | bigint | undefined): Promise<LeaseEpoch> {
     const sent = this.clock.now();
+    const init = { client: this.client, ttlMs: this.ttlMs, safetyMarginMs: this.safetyMarginMs, clock: this.clock, logger: this.logger };
+    let id: string;
+    let ttlSeconds: number;
     if (resume === undefined) {
-      const res = await this.client.leaseClient.leaseGrant({ TTL: this.ttlSeconds, ID: 0 }, callWithin(this.#callTimeoutMs));
-      this.#leaseId = String(res.ID);
-      this.#deadline = sent + Number(res.TTL) * 1000 - this.safetyMarginMs;
+      const res = await this.client.leaseClient.leaseGrant({ TTL: this.ttlMs / 1000, ID: 0 }, callWithin(this.#callTimeoutMs));
+      id = String(res.ID);
+      ttlSeconds = Number(res.TTL);
     } else {
-      this.#leaseId = String(resume);
-      const res = await this.client.leaseClient.leaseTimeToLive({ ID: this.#leaseId }, callWithin(this.#callTimeoutMs));
-      if (!(Number(res.TTL) > 0)) throw new SessionExpiredError(`etcd session: lease ${this.#leaseId} to resume does not exist`);
-      this.#deadline = sent + Number(res.TTL) * 1000 - this.safetyMarginMs;
+      id = String(resume);
+      const res = await this.client.leaseClient.leaseTimeToLive({ ID: id }, callWithin(this.#callTimeoutMs));
+      ttlSeconds = Number(res.TTL);
+      if (!(ttlSeconds > 0)) throw new SessionExpiredError(`etcd session: lease ${id} to resume does not exist`);
     }
-    this.logger.info({ leaseId: this.#leaseId, ttlSeconds: this.ttlSeconds, resumed: resume !== undefined }, 'etcd session started');
-    this.#armDeadline();
-    if (this.#abort.signal.aborted) return;
-    this.#keepAlive = new KeepAliveLoop(this.client, this.#leaseId, this.keepAliveIntervalMs, this.clock, this.logger, (sent, ttl) => this.#onAck(sent, ttl));
+    this.logger.info({ leaseId: id, ttlMs: this.ttlMs, resumed: resume !== undefined }, 'etcd session lease granted');
+    return new LeaseEpoch(init, id, sent, ttlSeconds * 1000);
   }
 
-  #onAck(sent: number, ttl: number): void {
-    if (this.#abort.signal.aborted) return;
-    if (!(ttl > 0)) {
-      this.#lose('expired', `etcd session: lease ${this.#leaseId} expired or was revoked`);
-      return;
-    }
-    this.#acked++;
-    this.#deadline = Math.max(this.#deadline, sent + ttl * 1000 - this.safetyMarginMs);
-    this.#armDeadline();
-  }
-
-  #armDeadline(): void {
-    if (this.#deadlineTimer) clearTimeout(this.#deadlineTimer);
-    if (this.#abort.signal.aborted) return;
-    const wait = this.#deadline - this.clock.now();
-    if (wait <= 0) {
-      this.#lose('deadline');
-      return;
-    }
-    this.#deadlineTimer = setTimeout(() => this.#armDeadline(), wait + 1);
-  }
-
-  #lose(reason: LeaseLostReason, message?: string): void {
-    if (this.#abort.signal.aborted) return;
-    const text = message ?? `etcd session: lease ${this.#leaseId} local deadline passed without an acknowledged keepalive`;
-    if (reason === 'closed') this.logger.info({ leaseId: this.#leaseId }, text);
-    else this.logger.warn({ leaseId: this.#leaseId, reason }, text);
-    this.#abort.abort(new LeaseLostError(reason, text));
-    this.#stopTimers();
-    if (reason === 'deadline' && this.#leaseId !== '0') {
-      // The holder has stopped; free the name now rather than at the server's expiry, if the link allows.
-      this.client.leaseClient.leaseRevoke({ ID: this.#leaseId }, callWithin(1000)).catch(() => undefined);
-    }
-  }
-
-  #stopTimers(): void {
-    if (this.#deadlineTimer) clearTimeout(this.#deadlineTimer);
-    this.#deadlineTimer = undefined;
-    this.#keepAlive?.stop();
-  }
-
-  #shutdown(): void {
-    this.#lose('closed', 'session closed');
-    this.#stopTimers();
+  #closeClient(): void {
     if (this.#ownsClient && !this.#clientClosed) {
       this.#clientClosed = true;
       this.client.close();

@@ -1,4 +1,5 @@
 import type { Pool, PoolClient } from 'pg';
+import { TenureError } from '../../core/errors.js';
 
 /**
  * Ends a connection that is waiting for a lock. Closing the socket alone is not enough: a backend
@@ -10,6 +11,6 @@ import type { Pool, PoolClient } from 'pg';
 export async function abandonWait(pool: Pool, client: PoolClient, release: (err: Error) => void): Promise<void> {
   const pid = (client as PoolClient & { processID?: number | null }).processID;
   client.on('error', () => undefined);
-  release(new Error('lock wait abandoned'));
+  release(new TenureError('postgres lock wait abandoned'));
   if (typeof pid === 'number') await pool.query('SELECT pg_cancel_backend($1)', [pid]).catch(() => undefined);
 }

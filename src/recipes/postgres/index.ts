@@ -2,9 +2,10 @@
  * tenure/postgres: pool-safe advisory locks with fences, an election, and a fenced resource kept
  * in Postgres. Needs the optional peer dependency `pg`.
  */
+import { requirePeer } from '../../core/peer.js';
+requirePeer('tenure/postgres', 'pg');
 export { withXactLock, tryWithXactLock, type XactLockContext, type XactLockOptions } from './xact.js';
-export { PgSessionLock, type PgLockOptions, type PgAcquireOptions } from './session-lock.js';
-export { PgSession, type PgSessionOptions } from './session.js';
+export { PgSessionLock, type PgLockOptions } from './session-lock.js';
 export { PgElection, type PgElectionOptions } from './election.js';
 export { advisoryKey, DEFAULT_NAMESPACE, type AdvisoryKey } from './keys.js';
 export { ensureSchema, SCHEMA_SQL } from './schema.js';

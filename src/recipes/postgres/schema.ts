@@ -9,12 +9,22 @@ import { SCHEMA_LOCK, keyArgs } from './keys.js';
  *   zombie can never share a fence with its successor. Fences are strictly increasing in
  *   acquisition order for every name (each is taken after the lock is granted), not dense.
  * - `tenure_fence`: the highest fence each PostgresFencedResource has accepted.
+ * - `tenure_holder`: who took each session lock last (id, fence, backend pid). A row is only a
+ *   claim: `holder()` believes it only while that backend still holds the advisory lock
+ *   (pg_locks), so a dead holder's row is never reported. Unlogged: it needs no WAL, and after a
+ *   crash the locks it describes are gone too.
  */
 export const SCHEMA_SQL = `
 CREATE SEQUENCE IF NOT EXISTS tenure_fence_seq AS bigint;
 CREATE TABLE IF NOT EXISTS tenure_fence (
   resource text PRIMARY KEY,
   fence bigint NOT NULL CHECK (fence >= 0)
+);
+CREATE UNLOGGED TABLE IF NOT EXISTS tenure_holder (
+  name text PRIMARY KEY,
+  holder_id text NOT NULL,
+  fence bigint NOT NULL,
+  pid integer NOT NULL
 );`;
 
 const ready = new WeakMap<Pool, Promise<void>>();

@@ -1,76 +1,74 @@
 import type { Pool } from 'pg';
 import { raceSignal, waitScope } from '../../core/abort.js';
-import { monotonicClock } from '../../core/clock.js';
-import { ConfigError } from '../../core/errors.js';
+import type { LeaderInfo } from '../../core/candidate.js';
+import type { Clock } from '../../core/clock.js';
+import { BusyError, ClosedError, ConfigError } from '../../core/errors.js';
 import { LeaseController, type Lease } from '../../core/lease.js';
-import { requireOptions } from '../../core/validate.js';
+import { optionalClock, optionalLogger, type Logger, type WaitOptions } from '../../core/options.js';
+import { optionalId, optionalSignal, requireOptions } from '../../core/validate.js';
 import { advisoryKey, keyArgs, validateName, validateNamespace, DEFAULT_NAMESPACE, type AdvisoryKey } from './keys.js';
 import { ensureSchema } from './schema.js';
-import { PgSession, sessionOptions, type PgSessionOptions } from './session.js';
+import { PgSession, pgTiming, type PgTiming } from './session.js';
 
-export interface PgLockOptions extends PgSessionOptions {
+export interface PgLockOptions {
+  /** This participant's id, recorded while it holds; what `holder()` shows. @default a random UUID */
+  id?: string;
+  /**
+   * Makes the pinned connection a lease the server enforces (`idle_session_timeout` = `ttlMs`,
+   * a heartbeat every `ttlMs / 3`, a local deadline `ttlMs − safetyMarginMs` after the last
+   * acknowledged heartbeat's send). Needs Postgres ≥ 14.
+   * @default undefined: no heartbeat; the lease lasts as long as the connection
+   */
+  ttlMs?: number;
+  /** Must be > 0 and < 2/3 of ttlMs; only with `ttlMs`. @default ttlMs / 5 */
+  safetyMarginMs?: number;
   /** The int4 namespace of the advisory keyspace (see keys.ts). @default 0x74656e75 ('tenu') */
   namespace?: number;
+  /** @default silent */
+  logger?: Logger;
+  /** @default the monotonic clock */
+  clock?: Clock;
 }
 
-export interface PgAcquireOptions {
-  signal?: AbortSignal;
-  /** @default no limit */
-  timeoutMs?: number;
-}
-
+/** Throws a ConfigError unless `pool` is a pg Pool (a plain pg.Client cannot pin connections). */
 export function requirePool(pool: unknown): Pool {
-  if (!pool || typeof (pool as Pool).connect !== 'function' || typeof (pool as Pool).query !== 'function') {
-    throw new ConfigError('pool', 'must be a pg Pool');
+  if (!pool || typeof (pool as Pool).connect !== 'function' || typeof (pool as Pool).query !== 'function' || typeof (pool as { totalCount?: unknown }).totalCount !== 'number') {
+    throw new ConfigError('pool', 'must be a pg Pool (new pg.Pool(...)), not a single pg.Client');
   }
   return pool as Pool;
 }
 
 /**
- * Builds the lease of a session-level advisory lock held on `session`: its signal derives from
- * the session's, its release unlocks and returns the connection (or destroys it if unlocking
- * fails, so a client holding a lock never goes back to the pool).
- */
-export function sessionLease(session: PgSession, name: string, k: AdvisoryKey, fence: bigint): Lease {
-  const controller = new LeaseController({
-    name,
-    fence,
-    parent: session.signal,
-    deadline: () => session.deadline,
-    release: async () => {
-      if (session.signal.aborted) return session.close(true);
-      let unlocked = false;
-      try {
-        const r = await session.query(`SELECT pg_advisory_unlock(${keyArgs(k)}) AS ok`);
-        unlocked = r.rows[0]?.ok === true;
-      } finally {
-        await session.close(!unlocked);
-      }
-    },
-  });
-  return controller.lease;
-}
-
-/**
  * A session-level advisory lock for work that spans transactions. `acquire()` pins one client out
  * of the pool for the lease's life (pool churn cannot touch it), waits in `pg_advisory_lock`,
- * takes the fence from `tenure_fence_seq`, and aborts the lease's signal if that connection dies.
- * Prefer {@link withXactLock} when the work fits in one transaction.
+ * takes the fence from `tenure_fence_seq` and records the holder, all in one statement, and aborts
+ * the lease's signal if that connection dies. Prefer {@link withXactLock} when the work fits in
+ * one transaction. One lock object is one participant: a second `acquire()` while it waits or
+ * holds rejects with BusyError.
  *
- * Hazard: without `leaseMs`, a holder that is partitioned away keeps the lock until its TCP
- * connection dies; set `leaseMs` for a lease the server enforces.
+ * Hazard: without `ttlMs`, a holder that is partitioned away keeps the lock until its TCP
+ * connection dies; set `ttlMs` for a lease the server enforces.
  */
-export class PgSessionLock {
+export class PgSessionLock implements AsyncDisposable {
   readonly name: string;
+  /** This participant's id. */
+  readonly id: string;
+  /** @internal */
+  readonly logger: Logger;
   readonly #pool: Pool;
   readonly #key: AdvisoryKey;
-  readonly #opts: PgSessionOptions;
+  readonly #timing: PgTiming;
+  #held: LeaseController | undefined;
+  #busy = false;
+  readonly #closing = new AbortController();
 
   constructor(pool: Pool, name: string, options?: PgLockOptions) {
     this.#pool = requirePool(pool);
     this.name = validateName('name', name);
     const o = requireOptions('options', options);
-    this.#opts = sessionOptions(o);
+    this.id = optionalId(o.id);
+    this.#timing = pgTiming(o, optionalClock(o.clock));
+    this.logger = optionalLogger(o.logger, { name: 'postgres-lock', lock: this.name });
     this.#key = advisoryKey(this.name, o.namespace === undefined ? DEFAULT_NAMESPACE : validateNamespace('namespace', o.namespace));
   }
 
@@ -79,52 +77,138 @@ export class PgSessionLock {
     return this.#key;
   }
 
+  /** The held Lease, while this object holds the lock. */
+  get lease(): Lease | undefined {
+    return this.#held && !this.#held.lease.lost ? this.#held.lease : undefined;
+  }
+
   /** Waits for the lock. On abort or timeout the waiting connection is closed (which ends the wait). */
-  async acquire(options?: PgAcquireOptions): Promise<Lease> {
+  async acquire(options?: WaitOptions): Promise<Lease> {
+    return (await this.#take(options, false))!;
+  }
+
+  /** One try: the lease, or undefined when another session holds the lock. */
+  tryAcquire(options?: WaitOptions): Promise<Lease | undefined> {
+    return this.#take(options, true);
+  }
+
+  async #take(options: WaitOptions | undefined, tryOnly: boolean): Promise<Lease | undefined> {
     const o = requireOptions('options', options);
+    optionalSignal('signal', o.signal);
     o.signal?.throwIfAborted();
-    const scope = waitScope(`postgres lock '${this.name}'`, o);
+    if (this.#closing.signal.aborted) throw new ClosedError(`postgres lock '${this.name}'`);
+    if (this.#busy || this.lease) throw new BusyError(`postgres lock '${this.name}': this lock object already waits or holds (one object is one participant)`);
+    this.#busy = true;
+    const scope = waitScope(`postgres lock '${this.name}'`, { signal: o.signal ? AbortSignal.any([o.signal, this.#closing.signal]) : this.#closing.signal, timeoutMs: o.timeoutMs });
     let session: PgSession | undefined;
     try {
       await raceSignal(ensureSchema(this.#pool), scope.signal);
-      session = await raceSignal(PgSession.open(this.#pool, this.#opts), scope.signal);
+      session = await raceSignal(PgSession.create(this.#pool, this.#timing), scope.signal);
       const s = session;
-      const sentAt = monotonicClock.now();
-      const q = s.query(`SELECT pg_advisory_lock(${keyArgs(this.#key)}), nextval('tenure_fence_seq')::text AS fence`);
+      const sentAt = this.#timing.clock.now();
+      const take = tryOnly ? `SELECT nextval('tenure_fence_seq') AS fence WHERE pg_try_advisory_lock(${keyArgs(this.#key)})` : `SELECT nextval('tenure_fence_seq') AS fence FROM (SELECT pg_advisory_lock(${keyArgs(this.#key)})) AS l`;
+      // One statement: the lock, then the fence, then the holder row (a CTE with volatile functions is never inlined, so they run in this order).
+      const q = s.query(
+        `WITH f AS (${take})
+         INSERT INTO tenure_holder (name, holder_id, fence, pid) SELECT $1, $2, fence, pg_backend_pid() FROM f
+         ON CONFLICT (name) DO UPDATE SET holder_id = EXCLUDED.holder_id, fence = EXCLUDED.fence, pid = EXCLUDED.pid
+         RETURNING fence::text AS fence`,
+        [this.name, this.id],
+      );
       const r = await raceSignal(q, scope.signal).catch(async (e: unknown) => {
         q.catch(() => undefined);
         if (scope.signal.aborted) await s.abandon(this.#pool);
         throw e;
       });
+      const fence = r.rows[0]?.fence as string | undefined;
+      if (fence === undefined) {
+        await s.close();
+        return undefined;
+      }
       s.startHeartbeat(sentAt);
-      return sessionLease(s, this.name, this.#key, BigInt(r.rows[0].fence as string));
+      const ctl = this.#lease(s, BigInt(fence));
+      if (this.#closing.signal.aborted) await ctl.release();
+      return ctl.lease;
     } catch (e) {
       await session?.close(true);
       throw e;
+    } finally {
+      this.#busy = false;
+      scope.dispose();
+    }
+  }
+
+  /**
+   * The lease of the lock held on `session`: its signal derives from the session's, its release
+   * unlocks and returns the connection (or destroys it if unlocking fails, so a client holding a
+   * lock never goes back to the pool).
+   */
+  #lease(session: PgSession, fence: bigint): LeaseController {
+    const ctl: LeaseController = new LeaseController({
+      name: this.name,
+      fence,
+      parent: session.signal,
+      deadline: () => session.deadline,
+      clock: this.#timing.clock,
+      release: async () => {
+        if (this.#held === ctl) this.#held = undefined;
+        if (session.signal.aborted) return session.close(true);
+        let unlocked = false;
+        try {
+          const r = await session.query(`SELECT pg_advisory_unlock(${keyArgs(this.#key)}) AS ok`);
+          unlocked = r.rows[0]?.ok === true;
+        } finally {
+          await session.close(!unlocked);
+        }
+      },
+    });
+    ctl.lease.signal.addEventListener(
+      'abort',
+      () => {
+        if (this.#held === ctl) this.#held = undefined;
+      },
+      { once: true },
+    );
+    this.#held = ctl;
+    return ctl;
+  }
+
+  /**
+   * Who holds the lock: the recorded id and fence of the backend that holds the advisory lock now
+   * (a row whose backend no longer holds it is never reported). A holder that took the same key
+   * another way (an xact lock of the same name) is reported with id `pid:<backend pid>` and no fence.
+   */
+  async holder(options?: WaitOptions): Promise<LeaderInfo | undefined> {
+    const o = requireOptions('options', options);
+    const scope = waitScope(`postgres lock '${this.name}': holder`, { signal: optionalSignal('signal', o.signal), timeoutMs: o.timeoutMs });
+    try {
+      await raceSignal(ensureSchema(this.#pool), scope.signal);
+      const r = await raceSignal(
+        this.#pool.query(
+          `SELECT l.pid, h.holder_id, h.fence::text AS fence FROM pg_locks l
+           LEFT JOIN tenure_holder h ON h.name = $1 AND h.pid = l.pid
+           WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2 AND l.classid = $2::bigint::oid AND l.objid = $3::bigint::oid
+             AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+           LIMIT 1`,
+          [this.name, this.#key.namespace >>> 0, this.#key.key >>> 0],
+        ),
+        scope.signal,
+      );
+      const row = r.rows[0] as { pid: number; holder_id: string | null; fence: string | null } | undefined;
+      if (!row) return undefined;
+      return row.holder_id === null ? { id: `pid:${row.pid}`, fence: undefined } : { id: row.holder_id, fence: BigInt(row.fence!) };
     } finally {
       scope.dispose();
     }
   }
 
-  /** One try: the lease, or undefined when another session holds the lock. */
-  async tryAcquire(): Promise<Lease | undefined> {
-    await ensureSchema(this.#pool);
-    const s = await PgSession.open(this.#pool, this.#opts);
-    try {
-      const sentAt = monotonicClock.now();
-      const r = await s.query(
-        `SELECT CASE WHEN pg_try_advisory_lock(${keyArgs(this.#key)}) THEN nextval('tenure_fence_seq')::text END AS fence`,
-      );
-      const fence = r.rows[0]?.fence as string | null;
-      if (fence === null || fence === undefined) {
-        await s.close();
-        return undefined;
-      }
-      s.startHeartbeat(sentAt);
-      return sessionLease(s, this.name, this.#key, BigInt(fence));
-    } catch (e) {
-      await s.close(true);
-      throw e;
-    }
+  /** Aborts a pending acquire (ClosedError), releases a held lease, refuses further use. Idempotent. */
+  async close(): Promise<void> {
+    if (!this.#closing.signal.aborted) this.#closing.abort(new ClosedError(`postgres lock '${this.name}'`));
+    await this.#held?.release().catch(() => undefined);
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
   }
 }

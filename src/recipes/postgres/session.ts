@@ -1,73 +1,62 @@
 import type { Pool, PoolClient, QueryResult } from 'pg';
-import { monotonicClock, type Clock } from '../../core/clock.js';
+import type { Clock } from '../../core/clock.js';
+import { leaseTiming, LocalDeadline } from '../../core/deadline.js';
 import { ConfigError, LeaseLostError, type LeaseLostReason } from '../../core/errors.js';
-import { optionalNumber, requireOptions } from '../../core/validate.js';
 import { abandonWait } from './cancel.js';
 
-export interface PgSessionOptions {
-  /**
-   * Makes the connection a lease the server enforces: the session sets `idle_session_timeout` to
-   * `leaseMs` and runs a heartbeat every `leaseMs / 3`, so a holder that stops (SIGSTOP, a GC
-   * pause, a partition) has its connection — and every lock on it — ended by Postgres after
-   * `leaseMs`, while its own signal aborts at the local deadline (send time of the last
-   * acknowledged heartbeat + `leaseMs` − `safetyMarginMs`) before that. Needs Postgres ≥ 14.
-   * @default undefined: no heartbeat; the lease lasts as long as the connection
-   */
-  leaseMs?: number;
-  /** @default leaseMs / 5 */
-  safetyMarginMs?: number;
-  /** @default monotonicClock */
-  clock?: Clock;
+/** Validated timing of a Postgres lease (`ttlMs` unset: the lease lasts as long as the connection). */
+export interface PgTiming {
+  readonly ttlMs: number | undefined;
+  readonly safetyMarginMs: number | undefined;
+  readonly clock: Clock;
 }
 
-/** Validated session options (shared by the recipes that pin a session). */
-export function sessionOptions(o: PgSessionOptions): PgSessionOptions {
-  if (o.leaseMs === undefined) {
-    if (o.safetyMarginMs !== undefined) throw new ConfigError('safetyMarginMs', 'only applies with leaseMs');
-    return { clock: o.clock ?? monotonicClock };
+/** Validates `ttlMs` / `safetyMarginMs` with the one margin rule (see core's leaseTiming). */
+export function pgTiming(o: { ttlMs?: unknown; safetyMarginMs?: unknown }, clock: Clock): PgTiming {
+  if (o.ttlMs === undefined) {
+    if (o.safetyMarginMs !== undefined) throw new ConfigError('safetyMarginMs', 'only applies with ttlMs');
+    return { ttlMs: undefined, safetyMarginMs: undefined, clock };
   }
-  const leaseMs = optionalNumber('leaseMs', o.leaseMs, 0, { integer: true, min: 100, max: 2 ** 31 - 1 });
-  const safetyMarginMs = optionalNumber('safetyMarginMs', o.safetyMarginMs, leaseMs / 5, { min: 0, exclusiveMin: true });
-  if (safetyMarginMs >= (leaseMs * 2) / 3) {
-    throw new ConfigError('safetyMarginMs', `must be less than 2/3 of leaseMs (${leaseMs}), got ${safetyMarginMs}`);
-  }
-  return { leaseMs, safetyMarginMs, clock: o.clock ?? monotonicClock };
+  const t = leaseTiming(o, { minTtlMs: 100 });
+  return { ...t, clock };
 }
 
 /**
  * One pinned connection: the owner of liveness for Postgres session locks. The client is taken
  * out of the pool for the session's life, so pool churn never touches it; `signal` aborts when
- * the connection errors or ends (or, with `leaseMs`, when a heartbeat fails or is late), and the
+ * the connection errors or ends (or, with `ttlMs`, when a heartbeat fails or is late), and the
  * connection is then destroyed, never returned to the pool while it may hold a lock.
+ *
+ * With `ttlMs` the connection is a lease the server enforces: the session sets
+ * `idle_session_timeout` to `ttlMs` and runs a heartbeat every `ttlMs / 3`, so a holder that stops
+ * (SIGSTOP, a GC pause, a partition) has its connection — and every lock on it — ended by Postgres
+ * after `ttlMs`, while its own signal aborts at the local deadline (core's LocalDeadline) before
+ * that. Needs Postgres ≥ 14.
  */
 export class PgSession {
   readonly client: PoolClient;
   readonly #abort = new AbortController();
-  readonly #opts: PgSessionOptions;
-  readonly #clock: Clock;
-  #deadline = Infinity;
+  readonly #timing: PgTiming;
+  #deadline: LocalDeadline | undefined;
   #hbTimer: NodeJS.Timeout | undefined;
-  #deadlineTimer: NodeJS.Timeout | undefined;
   #returned = false;
   readonly #onError = (e: unknown): void => this.#lose('connection-lost', e);
   readonly #onEnd = (): void => this.#lose('connection-lost');
 
-  private constructor(client: PoolClient, opts: PgSessionOptions) {
+  private constructor(client: PoolClient, timing: PgTiming) {
     this.client = client;
-    this.#opts = opts;
-    this.#clock = opts.clock ?? monotonicClock;
+    this.#timing = timing;
     client.on('error', this.#onError);
     client.on('end', this.#onEnd);
   }
 
-  /** Pins a client from `pool`; with `leaseMs`, arms the server-side timeout. */
-  static async open(pool: Pool, options?: PgSessionOptions): Promise<PgSession> {
-    const opts = sessionOptions(requireOptions('options', options));
+  /** Pins a client from `pool`; with `ttlMs`, arms the server-side timeout. */
+  static async create(pool: Pool, timing: PgTiming): Promise<PgSession> {
     const client = await pool.connect();
-    const s = new PgSession(client, opts);
-    if (opts.leaseMs !== undefined) {
+    const s = new PgSession(client, timing);
+    if (timing.ttlMs !== undefined) {
       try {
-        await client.query(`SET idle_session_timeout = ${opts.leaseMs | 0}`);
+        await client.query(`SET idle_session_timeout = ${timing.ttlMs | 0}`);
       } catch (e) {
         await s.close(true);
         throw e;
@@ -80,48 +69,38 @@ export class PgSession {
     return this.#abort.signal;
   }
 
-  /** The local deadline (Infinity without `leaseMs`). */
+  /** The local deadline (Infinity without `ttlMs`). */
   get deadline(): number {
-    return this.#deadline;
+    return this.#deadline?.at ?? Infinity;
   }
 
   /**
    * Starts the heartbeat from `sentAt` (the send time of the query that took the lock, which
-   * also reset the server's idle timer). No-op without `leaseMs`.
+   * also reset the server's idle timer). No-op without `ttlMs`.
    */
   startHeartbeat(sentAt: number): void {
-    const { leaseMs, safetyMarginMs } = this.#opts;
-    if (leaseMs === undefined || safetyMarginMs === undefined) return;
-    this.#deadline = sentAt + leaseMs - safetyMarginMs;
-    this.#armDeadline();
+    const { ttlMs, safetyMarginMs, clock } = this.#timing;
+    if (ttlMs === undefined || safetyMarginMs === undefined) return;
+    this.#deadline = new LocalDeadline({ clock, safetyMarginMs, onExpire: () => this.#lose('deadline') }, sentAt, ttlMs);
     this.#scheduleBeat(sentAt);
   }
 
-  #armDeadline(): void {
-    clearTimeout(this.#deadlineTimer);
-    const wait = this.#deadline - this.#clock.now();
-    if (wait <= 0) return this.#lose('deadline');
-    this.#deadlineTimer = setTimeout(() => (this.#clock.now() >= this.#deadline ? this.#lose('deadline') : this.#armDeadline()), wait);
-  }
-
   #scheduleBeat(lastSentAt: number): void {
-    const wait = lastSentAt + (this.#opts.leaseMs ?? 0) / 3 - this.#clock.now();
+    if (this.#abort.signal.aborted) return;
+    const wait = lastSentAt + (this.#timing.ttlMs ?? 0) / 3 - this.#timing.clock.now();
     this.#hbTimer = setTimeout(() => void this.#beat(), Math.max(0, wait));
   }
 
   async #beat(): Promise<void> {
-    if (this.#abort.signal.aborted) return;
-    const sentAt = this.#clock.now();
+    if (this.#abort.signal.aborted || !this.#deadline || this.#deadline.expired()) return;
+    const sentAt = this.#timing.clock.now();
     try {
       await this.client.query('SELECT 1');
     } catch (e) {
       return this.#lose('renew-failed', e);
     }
     if (this.#abort.signal.aborted) return;
-    const deadline = sentAt + (this.#opts.leaseMs ?? 0) - (this.#opts.safetyMarginMs ?? 0);
-    if (this.#clock.now() >= deadline) return this.#lose('deadline');
-    this.#deadline = deadline;
-    this.#armDeadline();
+    if (!this.#deadline.acknowledged(sentAt, this.#timing.ttlMs!)) return;
     this.#scheduleBeat(sentAt);
   }
 
@@ -132,7 +111,7 @@ export class PgSession {
 
   #stopTimers(): void {
     clearTimeout(this.#hbTimer);
-    clearTimeout(this.#deadlineTimer);
+    this.#deadline?.stop();
   }
 
   #lose(reason: LeaseLostReason, cause?: unknown): void {
@@ -168,7 +147,7 @@ export class PgSession {
   async close(destroy = false): Promise<void> {
     this.#stopTimers();
     if (!this.#abort.signal.aborted) {
-      if (!destroy && this.#opts.leaseMs !== undefined) {
+      if (!destroy && this.#timing.ttlMs !== undefined) {
         await this.client.query('RESET idle_session_timeout').catch(() => (destroy = true));
       }
       this.#abort.abort(new LeaseLostError('closed', 'postgres session closed'));

@@ -1,5 +1,5 @@
 import type { Pool, PoolClient } from 'pg';
-import { AcquireTimeoutError, LeaseLostError } from '../../core/errors.js';
+import { AcquireTimeoutError, LeaseLostError, TenureError } from '../../core/errors.js';
 import { LeaseController, type Lease } from '../../core/lease.js';
 import { optionalNumber, optionalSignal, requireFunction, requireOptions } from '../../core/validate.js';
 import { advisoryKey, keyArgs, validateName, validateNamespace, DEFAULT_NAMESPACE } from './keys.js';
@@ -45,8 +45,9 @@ function prepare(pool: unknown, name: unknown, fn: unknown, options: unknown): P
   requireFunction('fn', fn);
   const o = requireOptions<XactLockOptions>('options', options as XactLockOptions | undefined);
   optionalSignal('signal', o.signal);
-  if (o.timeoutMs !== undefined) optionalNumber('timeoutMs', o.timeoutMs, 0, { integer: true, min: 1 });
-  if (o.idleTimeoutMs !== undefined) optionalNumber('idleTimeoutMs', o.idleTimeoutMs, 0, { integer: true, min: 1 });
+  // Both become server settings where 0 means "no limit": out-of-range values must not wrap to it.
+  if (o.timeoutMs !== undefined) optionalNumber('timeoutMs', o.timeoutMs, 0, { integer: true, min: 1, max: 2 ** 31 - 1 });
+  if (o.idleTimeoutMs !== undefined) optionalNumber('idleTimeoutMs', o.idleTimeoutMs, 0, { integer: true, min: 1, max: 2 ** 31 - 1 });
   const ns = o.namespace === undefined ? DEFAULT_NAMESPACE : validateNamespace('namespace', o.namespace);
   return { key: keyArgs(advisoryKey(n, ns)), name: n, o };
 }
@@ -72,7 +73,7 @@ async function run<T>(pool: Pool, p: Prepared, mode: 'wait' | 'try', fn: (ctx: X
   let abandoned: Promise<void> | undefined;
   const onAbort = (): void => {
     if (controller) return; // holding: the caller's signal does not end a transaction
-    destroy = new Error('acquire aborted');
+    destroy = new TenureError('postgres xact lock: acquire aborted');
     abandoned = abandonWait(pool, client, giveBack);
   };
   client.on('error', onError);
@@ -138,7 +139,7 @@ async function run<T>(pool: Pool, p: Prepared, mode: 'wait' | 'try', fn: (ctx: X
 export async function withXactLock<T>(pool: Pool, name: string, fn: (ctx: XactLockContext) => Promise<T> | T, options?: XactLockOptions): Promise<T> {
   const p = prepare(pool, name, fn, options);
   const r = await run(pool, p, 'wait', fn);
-  if (!r.acquired) throw new Error('unreachable: a waiting xact lock always acquires');
+  if (!r.acquired) throw new TenureError(`postgres xact lock '${p.name}': a waiting lock returned without the lock`);
   return r.value;
 }
 

@@ -1,33 +1,47 @@
-import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { LeaseCandidate } from '../../core/lease-candidate.js';
-import { optionalString, requireOptions } from '../../core/validate.js';
+import { observeByReading } from '../../core/observe.js';
+import { optionalNumber, requireOptions } from '../../core/validate.js';
 import { RedisLock, type RedisLockOptions } from './lock.js';
 
 export interface RedisElectionOptions extends RedisLockOptions {
-  /** This participant's identity. @default a random UUID */
-  id?: string;
+  /** Longest time between two reads of the leader in `observe()` (releases and grants are also announced). @default 1000 */
+  observeIntervalMs?: number;
 }
 
 /**
  * Leader election over a {@link RedisLock}: the term is the lock's lease, so the leader's
  * `signal` aborts before another candidate can win, and each term's fence exceeds the previous.
- * For the lifecycle manager (`Candidate`). Waiting candidates are woken by the resigning
- * leader's release.
+ * Waiting candidates are woken by the resigning leader's release; `leader()` reads the lock's
+ * holder (id and fence, stored with the lock); `observe()` re-reads on every grant and release
+ * message and at least every `observeIntervalMs`.
  */
 export class RedisElection extends LeaseCandidate {
-  /** The election's name. */
-  readonly name: string;
-
   constructor(redis: Redis, name: string, options?: RedisElectionOptions) {
-    const { id, ...lockOptions } = requireOptions('options', options);
+    const { observeIntervalMs, ...lockOptions } = requireOptions('options', options);
+    const intervalMs = optionalNumber('observeIntervalMs', observeIntervalMs, 1000, { min: 10, max: 2 ** 31 - 1 });
     const lock = new RedisLock(redis, name, lockOptions);
-    super(
-      optionalString('id', id, randomUUID(), { maxLength: 200 }),
-      `redis election '${lock.name}'`,
-      (signal) => lock.acquire({ signal }),
-      () => lock.close(),
-    );
-    this.name = lock.name;
+    super({
+      id: lock.id,
+      name: lock.name,
+      what: `redis election '${lock.name}'`,
+      acquire: (signal) => lock.acquire({ signal }),
+      leader: (signal) => lock.holder({ signal }),
+      observe: (signal) => {
+        const feed = lock.changeFeed();
+        const it = observeByReading({ read: (s) => lock.holder({ signal: s }), changed: (ms, s) => feed.next(ms, s), intervalMs, retryable: () => true, logger: lock.logger }, signal);
+        return closing(it, () => feed.close());
+      },
+      close: () => lock.close(),
+    });
+  }
+}
+
+/** Wraps a generator so `cleanup` runs when it ends, however it ends. */
+async function* closing<T>(it: AsyncGenerator<T, void, undefined>, cleanup: () => void): AsyncGenerator<T, void, undefined> {
+  try {
+    yield* it;
+  } finally {
+    cleanup();
   }
 }

@@ -10,6 +10,8 @@ export interface LockKeys {
   readonly boot: string;
   /** Pub/sub channel the releaser publishes to. */
   readonly released: string;
+  /** Pub/sub channel a grant is announced on (for observers). */
+  readonly acquired: string;
   /** Waiters in arrival order (sorted set: ticket → token). */
   readonly queue: string;
   /** When each waiter stops counting as alive (sorted set: server ms → token). */
@@ -46,6 +48,7 @@ export function lockKeys(prefix: string, name: string): LockKeys {
     fence: `${prefix}fence:{${name}}`,
     boot: `${prefix}boot`,
     released: `${prefix}released:{${name}}`,
+    acquired: `${prefix}acquired:{${name}}`,
     queue: `${prefix}queue:{${name}}`,
     alive: `${prefix}alive:{${name}}`,
     ticket: `${prefix}ticket:{${name}}`,

@@ -1,22 +1,30 @@
 import { randomFillSync } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { pino, type Logger } from 'pino';
 import { raceSignal, sleep, waitScope } from '../../core/abort.js';
-import { monotonicClock, type Clock } from '../../core/clock.js';
-import { ClosedError, ConfigError } from '../../core/errors.js';
+import { Backoff } from '../../core/backoff.js';
+import type { LeaderInfo } from '../../core/candidate.js';
+import type { Clock } from '../../core/clock.js';
+import { leaseTiming } from '../../core/deadline.js';
+import { BusyError, ClosedError, ConfigError } from '../../core/errors.js';
 import { LeaseController, type Lease } from '../../core/lease.js';
-import { optionalNumber, requireOptions } from '../../core/validate.js';
+import { optionalClock, optionalLogger, type Logger, type WaitOptions } from '../../core/options.js';
+import { optionalId, optionalNumber, optionalSignal, requireOptions } from '../../core/validate.js';
+import { requireRedis } from './client.js';
 import { lockKeys, validateLockName, validatePrefix, type LockKeys } from './keys.js';
 import { ReleaseListener } from './release-listener.js';
+import { ChangeFeed } from './observe.js';
 import { ACQUIRE, LEAVE_QUEUE, RELEASE, runScript } from './scripts.js';
 import { RenewWatchdog } from './watchdog.js';
 
 export interface RedisLockOptions {
+  /** This participant's id, stored with the lock while held; what `holder()` shows. @default a random UUID */
+  id?: string;
   /** Lease TTL set on the lock key (`PX`), renewed every TTL/3. @default 10000 */
   ttlMs?: number;
   /**
-   * How long before the store-side expiry the holder's signal aborts, covering timer lateness
-   * and clock-rate differences. Must be > 0 and < 2/3 of the TTL. @default ttlMs / 5
+   * How long before the store-side expiry the holder's signal aborts (the local deadline: send
+   * time of the last acknowledged renew + TTL − margin), covering timer lateness and clock-rate
+   * differences. Must be > 0 and < 2/3 of the TTL. @default ttlMs / 5
    */
   safetyMarginMs?: number;
   /**
@@ -36,15 +44,8 @@ export interface RedisLockOptions {
   retryMaxMs?: number;
   /** Logger; state edges at info, retries at debug. @default silent */
   logger?: Logger;
-  /** @default monotonicClock */
+  /** @default the monotonic clock */
   clock?: Clock;
-}
-
-export interface AcquireOptions {
-  /** Abort the wait (rejects with `signal.reason`). */
-  signal?: AbortSignal;
-  /** Give up after this long with AcquireTimeoutError. @default no limit */
-  timeoutMs?: number;
 }
 
 /** Tokens of 16 random bytes, cut from a pool filled 4 KiB at a time (one syscall per 256). */
@@ -73,6 +74,8 @@ type Attempt = { kind: 'acquired'; lease: Lease } | { kind: 'held'; pttlMs: numb
  */
 export class RedisLock implements AsyncDisposable {
   readonly name: string;
+  /** This participant's id (stored with the lock while held). */
+  readonly id: string;
   readonly ttlMs: number;
   readonly #redis: Redis;
   readonly #keys: LockKeys;
@@ -81,32 +84,30 @@ export class RedisLock implements AsyncDisposable {
   readonly #retryMaxMs: number;
   readonly #waiterTtlMs: number;
   readonly #clock: Clock;
-  readonly #log: Logger;
+  /** @internal */
+  readonly logger: Logger;
   readonly #listener: ReleaseListener;
-  readonly #held = new Set<LeaseController>();
+  #held: LeaseController | undefined;
+  #busy = false;
   #closed = false;
 
   constructor(redis: Redis, name: string, options?: RedisLockOptions) {
-    if (!redis || typeof (redis as { evalsha?: unknown }).evalsha !== 'function') {
-      throw new ConfigError('redis', 'must be an ioredis client');
-    }
+    this.#redis = requireRedis(redis);
     this.name = validateLockName('name', name);
     const o = requireOptions('options', options);
-    this.ttlMs = optionalNumber('ttlMs', o.ttlMs, 10_000, { integer: true, min: 30, max: 2 ** 31 - 1 });
-    this.#marginMs = optionalNumber('safetyMarginMs', o.safetyMarginMs, this.ttlMs / 5, { min: 0, exclusiveMin: true });
-    if (this.#marginMs >= (this.ttlMs * 2) / 3) {
-      throw new ConfigError('safetyMarginMs', `must be less than 2/3 of ttlMs (${this.ttlMs}), got ${this.#marginMs}`);
-    }
-    this.#guardMs = optionalNumber('restartGuardMs', o.restartGuardMs, this.ttlMs, { integer: true, min: 0 });
+    this.id = optionalId(o.id);
+    const timing = leaseTiming(o, { minTtlMs: 30 });
+    this.ttlMs = timing.ttlMs;
+    this.#marginMs = timing.safetyMarginMs;
+    this.#guardMs = optionalNumber('restartGuardMs', o.restartGuardMs, this.ttlMs, { integer: true, min: 0, max: 2 ** 31 - 1 });
     if (this.#guardMs !== 0 && this.#guardMs < this.ttlMs) {
       throw new ConfigError('restartGuardMs', `must be at least ttlMs (${this.ttlMs}) or 0, got ${this.#guardMs}`);
     }
-    this.#retryMaxMs = optionalNumber('retryMaxMs', o.retryMaxMs, 1000, { min: 1 });
+    this.#retryMaxMs = optionalNumber('retryMaxMs', o.retryMaxMs, 1000, { min: 1, max: 600_000 });
     this.#waiterTtlMs = Math.ceil(3 * this.#retryMaxMs + 1000);
     this.#keys = lockKeys(o.keyPrefix === undefined ? 'tenure:' : validatePrefix('keyPrefix', o.keyPrefix), this.name);
-    this.#clock = o.clock ?? monotonicClock;
-    this.#log = (o.logger ?? pino({ level: 'silent' })).child({ name: 'redis-lock', id: this.name });
-    this.#redis = redis;
+    this.#clock = optionalClock(o.clock);
+    this.logger = optionalLogger(o.logger, { name: 'redis-lock', lock: this.name });
     this.#listener = new ReleaseListener(redis, this.#keys.released);
   }
 
@@ -114,10 +115,11 @@ export class RedisLock implements AsyncDisposable {
    * Waits for the lock and resolves with its lease. Rejects with `signal.reason` when `signal`
    * aborts, or AcquireTimeoutError after `timeoutMs`.
    */
-  async acquire(options?: AcquireOptions): Promise<Lease> {
+  async acquire(options?: WaitOptions): Promise<Lease> {
     const o = requireOptions('options', options);
+    optionalSignal('signal', o.signal);
     o.signal?.throwIfAborted();
-    this.#assertOpen();
+    this.#enter();
     // Without a signal or a timeout there is nothing to race: skip the scope (and its signal).
     const scope = o.signal || o.timeoutMs !== undefined ? waitScope(`redis lock '${this.name}'`, o) : undefined;
     const signal = scope?.signal;
@@ -125,10 +127,13 @@ export class RedisLock implements AsyncDisposable {
     const token = newToken();
     let queued = false;
     let lease: Lease | undefined;
+    // The fallback poll (the release message usually comes first), jittered through the backoff policy.
+    let polls: Backoff | undefined;
     try {
       await raceSignal(this.#listener.ready(), signal);
       for (;;) {
         signal?.throwIfAborted();
+        this.#assertOpen(); // close() wakes every waiter
         const seen = this.#listener.seen(token);
         const pending = this.#attempt(token, true);
         let a: Attempt;
@@ -145,17 +150,19 @@ export class RedisLock implements AsyncDisposable {
           signal?.throwIfAborted();
         }
         if (a.kind === 'guard') {
-          this.#log.info({ waitMs: a.waitMs }, 'restart guard: waiting for leases of the lost dataset to expire');
+          this.logger.info({ waitMs: a.waitMs }, 'restart guard: waiting for leases of the lost dataset to expire');
           await sleep(a.waitMs, signal);
           continue;
         }
         queued = true;
         const pttl = a.kind === 'held' && a.pttlMs > 0 ? a.pttlMs : this.#retryMaxMs;
-        const poll = Math.min(pttl, this.#retryMaxMs * (0.5 + Math.random() / 2));
-        this.#log.debug({ pollMs: poll }, 'held elsewhere: waiting for release');
+        polls ??= new Backoff({ initialMs: Math.max(1, this.#retryMaxMs / 2), maxMs: this.#retryMaxMs });
+        const poll = Math.min(pttl, polls.next());
+        this.logger.debug({ pollMs: poll }, 'held elsewhere: waiting for release');
         await this.#listener.wait(token, seen, poll, signal);
       }
     } finally {
+      this.#busy = false;
       scope?.dispose();
       this.#listener.forget(token);
       if (queued && !lease) {
@@ -169,10 +176,47 @@ export class RedisLock implements AsyncDisposable {
    * One attempt: the lease, or undefined when the lock is held, others are queued for it, or the
    * restart guard holds.
    */
-  async tryAcquire(): Promise<Lease | undefined> {
-    this.#assertOpen();
-    const a = await this.#attempt(newToken(), false);
-    return a.kind === 'acquired' ? a.lease : undefined;
+  async tryAcquire(options?: WaitOptions): Promise<Lease | undefined> {
+    const o = requireOptions('options', options);
+    optionalSignal('signal', o.signal);
+    o.signal?.throwIfAborted();
+    this.#enter();
+    const scope = o.signal || o.timeoutMs !== undefined ? waitScope(`redis lock '${this.name}': tryAcquire`, o) : undefined;
+    try {
+      const pending = this.#attempt(newToken(), false);
+      let a: Attempt;
+      try {
+        a = await raceSignal(pending, scope?.signal);
+      } catch (e) {
+        pending.then((x) => (x.kind === 'acquired' ? x.lease.release() : undefined)).catch(() => undefined);
+        throw e;
+      }
+      return a.kind === 'acquired' ? a.lease : undefined;
+    } finally {
+      this.#busy = false;
+      scope?.dispose();
+    }
+  }
+
+  /** The held Lease, while this object holds the lock. */
+  get lease(): Lease | undefined {
+    return this.#held && !this.#held.lease.lost ? this.#held.lease : undefined;
+  }
+
+  /** Who holds the lock (id and fence), read from Redis; undefined when nobody does. */
+  async holder(options?: WaitOptions): Promise<LeaderInfo | undefined> {
+    const o = requireOptions('options', options);
+    const scope = waitScope(`redis lock '${this.name}': holder`, { signal: optionalSignal('signal', o.signal), timeoutMs: o.timeoutMs });
+    try {
+      return parseHolder(await raceSignal(this.#redis.get(this.#keys.lock), scope.signal));
+    } finally {
+      scope.dispose();
+    }
+  }
+
+  /** @internal a feed of hints that the holder may have changed (its own subscriber connection). */
+  changeFeed(): ChangeFeed {
+    return new ChangeFeed(this.#redis, [this.#keys.acquired, this.#keys.released]);
   }
 
   async #attempt(token: string, queue: boolean): Promise<Attempt> {
@@ -184,6 +228,8 @@ export class RedisLock implements AsyncDisposable {
       this.#guardMs,
       queue ? '1' : '0',
       this.#waiterTtlMs,
+      this.id,
+      k.acquired,
     ])) as [number, number];
     const [status, value] = reply;
     if (status === -1) return { kind: 'guard', waitMs: value };
@@ -192,21 +238,22 @@ export class RedisLock implements AsyncDisposable {
   }
 
   #grant(token: string, fence: bigint, sentAt: number): Lease {
+    const value = `${token}:${fence}:${this.id}`;
     const release = async (): Promise<void> => {
-      await runScript(this.#redis, RELEASE, [this.#keys.lock, this.#keys.queue], [token, this.#keys.released]);
+      await runScript(this.#redis, RELEASE, [this.#keys.lock, this.#keys.queue], [value, this.#keys.released]);
     };
     const watchdog = new RenewWatchdog({
       redis: this.#redis,
       name: this.name,
       lockKey: this.#keys.lock,
-      token,
+      value,
       ttlMs: this.ttlMs,
       safetyMarginMs: this.#marginMs,
       sentAt,
       fence,
       clock: this.#clock,
       onLost: (reason) => {
-        this.#log.info({ fence: String(fence), reason }, 'lease lost');
+        this.logger.info({ fence: String(fence), reason }, 'lease lost');
         // Best effort: free the key if it is still ours, so waiters need not sit out the TTL.
         release().catch(() => undefined);
       },
@@ -219,14 +266,20 @@ export class RedisLock implements AsyncDisposable {
       deadline: () => watchdog.deadline,
       release: async () => {
         watchdog.stop();
-        this.#held.delete(controller);
+        if (this.#held === controller) this.#held = undefined;
         await release();
-        this.#log.debug({ fence: String(fence) }, 'released');
+        this.logger.debug({ fence: String(fence) }, 'released');
       },
     });
-    controller.lease.signal.addEventListener('abort', () => this.#held.delete(controller), { once: true });
-    this.#held.add(controller);
-    this.#log.info({ fence: String(fence) }, 'acquired');
+    controller.lease.signal.addEventListener(
+      'abort',
+      () => {
+        if (this.#held === controller) this.#held = undefined;
+      },
+      { once: true },
+    );
+    this.#held = controller;
+    this.logger.info({ fence: String(fence) }, 'acquired');
     return controller.lease;
   }
 
@@ -234,15 +287,30 @@ export class RedisLock implements AsyncDisposable {
     if (this.#closed) throw new ClosedError(`redis lock '${this.name}'`);
   }
 
-  /** Releases any lease this lock still holds and closes the subscriber connection. Idempotent. */
+  #enter(): void {
+    this.#assertOpen();
+    if (this.#busy || this.lease) throw new BusyError(`redis lock '${this.name}': this lock object already waits or holds (one object is one participant)`);
+    this.#busy = true;
+  }
+
+  /** Aborts a pending acquire (ClosedError), releases a held lease, closes the subscriber connection. Idempotent. */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    await Promise.allSettled([...this.#held].map((c) => c.release()));
+    await this.#held?.release().catch(() => undefined);
     await this.#listener.close();
   }
 
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
   }
+}
+
+/** `<token>:<fence>:<id>` → the holder; undefined for no value. */
+function parseHolder(value: string | null): LeaderInfo | undefined {
+  if (value === null) return undefined;
+  const a = value.indexOf(':');
+  const b = value.indexOf(':', a + 1);
+  if (a < 0 || b < 0) return undefined;
+  return { id: value.slice(b + 1), fence: BigInt(value.slice(a + 1, b)) };
 }

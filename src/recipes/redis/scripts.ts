@@ -36,7 +36,11 @@ import type { Redis } from 'ioredis';
 /**
  * KEYS: lock, fence counter, boot marker, queue (ticket → waiter), alive (expiry → waiter),
  * ticket counter. ARGV: token, ttlMs, restartGuardMs, '1' to queue up (a waiting acquire) or '0'
- * (a try), waiterTtlMs.
+ * (a try), waiterTtlMs, holder id, channel to announce a grant on.
+ *
+ * The lock key's value is `<token>:<fence>:<id>`: the token makes renew and release
+ * owner-checked, and the fence and id let anyone ask who holds the lock with one GET (the value
+ * is written after the INCR, in this same script).
  *
  * Fair hand-off: the lock goes to a free-lock caller only if nobody waits, or to the waiter at the
  * head of the queue, so a releaser that loops straight back to acquire joins the tail instead of
@@ -76,7 +80,7 @@ if head ~= nil then
   end
   head = redis.call('ZRANGE', KEYS[4], 0, 0)[1]
 end
-if (head == nil or head == me) and redis.call('SET', KEYS[1], me, 'NX', 'PX', ARGV[2]) then
+if (head == nil or head == me) and redis.call('EXISTS', KEYS[1]) == 0 then
   if head == me then
     redis.call('ZREM', KEYS[4], me)
     redis.call('ZREM', KEYS[5], me)
@@ -84,7 +88,11 @@ if (head == nil or head == me) and redis.call('SET', KEYS[1], me, 'NX', 'PX', AR
   if redis.call('EXISTS', KEYS[2]) == 0 then
     redis.call('INCRBY', KEYS[2], string.format('%.0f', nowUs))
   end
-  return {1, redis.call('INCR', KEYS[2])}
+  local fence = redis.call('INCR', KEYS[2])
+  local value = me .. ':' .. string.format('%.0f', fence) .. ':' .. ARGV[6]
+  redis.call('SET', KEYS[1], value, 'NX', 'PX', ARGV[2])
+  redis.call('PUBLISH', ARGV[7], '')
+  return {1, fence}
 end
 if ARGV[4] == '1' then
   if not redis.call('ZSCORE', KEYS[4], me) then
@@ -104,7 +112,7 @@ redis.call('ZREM', KEYS[2], ARGV[1])
 return 1
 `;
 
-/** KEYS: lock. ARGV: token, ttlMs. Returns 1 when renewed, 0 when the token no longer holds it. */
+/** KEYS: lock. ARGV: lock value, ttlMs. Returns 1 when renewed, 0 when the value no longer holds it. */
 export const RENEW = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('PEXPIRE', KEYS[1], ARGV[2])
@@ -113,7 +121,7 @@ return 0
 `;
 
 /**
- * KEYS: lock, queue. ARGV: token, release channel. Returns 1 when it deleted its own lock, else 0.
+ * KEYS: lock, queue. ARGV: lock value, release channel. Returns 1 when it deleted its own lock, else 0.
  * The message names the waiter whose turn it is (empty when nobody waits), so only it retries.
  */
 export const RELEASE = `

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Clock } from '../../core/clock.js';
+import { LocalDeadline } from '../../core/deadline.js';
 import { LeaseLostError, type LeaseLostReason } from '../../core/errors.js';
 import { RENEW, runScript } from './scripts.js';
 
@@ -7,7 +8,8 @@ export interface WatchdogInit {
   redis: Redis;
   name: string;
   lockKey: string;
-  token: string;
+  /** The lock key's value while held (owner check for renew). */
+  value: string;
   ttlMs: number;
   safetyMarginMs: number;
   /** Monotonic time at which the acquiring script was sent. */
@@ -20,28 +22,23 @@ export interface WatchdogInit {
 
 /**
  * The renew watchdog: the one owner of a Redis lease's liveness (its "session"). It renews with a
- * token-checked `PEXPIRE` every TTL/3 and keeps the local deadline, on the monotonic clock:
- * `send time of the last acknowledged renew + TTL − safetyMargin`. Redis applied that TTL no
- * earlier than the send, so the deadline passes strictly before the store can hand the lock to
- * someone else. `signal` aborts at once when a renew fails, is refused, or is late (the deadline
- * passes first); the watchdog then stops for good and never re-acquires.
+ * token-checked `PEXPIRE` every TTL/3 and keeps the local deadline (core's LocalDeadline: send
+ * time of the last acknowledged renew + TTL − margin). Redis applied that TTL no earlier than the
+ * send, so the deadline passes strictly before the store can hand the lock to someone else.
+ * `signal` aborts at once when a renew fails, is refused, or is late (the deadline passes first);
+ * the watchdog then stops for good and never re-acquires.
  */
 export class RenewWatchdog {
   readonly #abort = new AbortController();
   readonly #init: WatchdogInit;
-  #deadline: number;
-  /** When the next renew is due (monotonic ms). */
-  #renewAt: number;
-  #renewing = false;
-  #stopped = false;
-  /** One timer for both duties: the next renew and the deadline, whichever comes first. */
+  readonly #deadline: LocalDeadline;
   #timer: NodeJS.Timeout | undefined;
+  #stopped = false;
 
   constructor(init: WatchdogInit) {
     this.#init = init;
-    this.#deadline = init.sentAt + init.ttlMs - init.safetyMarginMs;
-    this.#renewAt = init.sentAt + init.ttlMs / 3;
-    this.#arm();
+    this.#deadline = new LocalDeadline({ clock: init.clock, safetyMarginMs: init.safetyMarginMs, onExpire: () => this.#end('deadline') }, init.sentAt, init.ttlMs);
+    this.#schedule(init.sentAt);
   }
 
   /** Aborts (with a {@link LeaseLostError}) when the lease is lost or may be lost. */
@@ -51,7 +48,7 @@ export class RenewWatchdog {
 
   /** The local deadline, in the clock's milliseconds. */
   get deadline(): number {
-    return this.#deadline;
+    return this.#deadline.at;
   }
 
   /**
@@ -61,11 +58,13 @@ export class RenewWatchdog {
   stop(): void {
     this.#stopped = true;
     clearTimeout(this.#timer);
+    this.#deadline.stop();
   }
 
   #end(reason: LeaseLostReason, cause?: unknown): void {
     if (this.#stopped || this.#abort.signal.aborted) return;
     clearTimeout(this.#timer);
+    this.#deadline?.stop(); // (undefined when the grant was already past its deadline)
     const { name, fence } = this.#init;
     const message =
       reason === 'deadline'
@@ -77,40 +76,25 @@ export class RenewWatchdog {
     this.#init.onLost?.(reason);
   }
 
-  #arm(): void {
-    clearTimeout(this.#timer);
+  #schedule(lastSentAt: number): void {
     if (this.#stopped || this.#abort.signal.aborted) return;
-    const now = this.#init.clock.now();
-    if (now >= this.#deadline) return this.#end('deadline');
-    const next = this.#renewing ? this.#deadline : Math.min(this.#deadline, this.#renewAt);
-    this.#timer = setTimeout(() => this.#tick(), Math.max(0, next - now));
-  }
-
-  #tick(): void {
-    const now = this.#init.clock.now();
-    if (now >= this.#deadline) return this.#end('deadline');
-    if (!this.#renewing && now >= this.#renewAt) void this.#renew();
-    this.#arm();
+    const wait = lastSentAt + this.#init.ttlMs / 3 - this.#init.clock.now();
+    this.#timer = setTimeout(() => void this.#renew(), Math.max(0, wait));
   }
 
   async #renew(): Promise<void> {
-    const { redis, lockKey, token, ttlMs, safetyMarginMs, clock } = this.#init;
+    const { redis, lockKey, value, ttlMs, clock } = this.#init;
+    if (this.#stopped || this.#deadline.expired()) return;
     const sentAt = clock.now();
-    this.#renewing = true;
     let reply: unknown;
     try {
-      reply = await runScript(redis, RENEW, [lockKey], [token, ttlMs]);
+      reply = await runScript(redis, RENEW, [lockKey], [value, ttlMs]);
     } catch (e) {
       return this.#end('renew-failed', e);
-    } finally {
-      this.#renewing = false;
     }
     if (this.#stopped || this.#abort.signal.aborted) return; // late: never revive
     if (reply !== 1) return this.#end('expired');
-    const deadline = sentAt + ttlMs - safetyMarginMs;
-    if (clock.now() >= deadline) return this.#end('deadline');
-    this.#deadline = deadline;
-    this.#renewAt = sentAt + ttlMs / 3;
-    this.#arm();
+    if (!this.#deadline.acknowledged(sentAt, ttlMs)) return;
+    this.#schedule(sentAt);
   }
 }

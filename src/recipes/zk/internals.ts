@@ -2,7 +2,7 @@ import { LeaseLostError } from '../../core/errors.js';
 import { LeaseController } from '../../core/lease.js';
 import { NodeGoneError, type LockDriver } from './drivers.js';
 import { createProtected, deleteOwnNode, retrying, statOf, waitForDeletion } from './nodes.js';
-import { isNoNode, zkGetChildren } from './ops.js';
+import { zkGetChildren } from './ops.js';
 import { joinPath, longToBigInt, sortBySequence } from './paths.js';
 import type { ZkConn, ZkSession } from './session.js';
 
@@ -27,7 +27,10 @@ export class LockInternals {
     readonly base: string,
   ) {}
 
-  async acquire(driver: LockDriver, signal: AbortSignal, data: Buffer, onQueued?: (path: string) => void): Promise<HeldNode> {
+  /** Queues, waits and claims; with `tryOnly`, resolves undefined (node deleted) when it does not hold at once. */
+  async acquire(driver: LockDriver, signal: AbortSignal, data: Buffer, onQueued?: (path: string) => void): Promise<HeldNode>;
+  async acquire(driver: LockDriver, signal: AbortSignal, data: Buffer, onQueued: ((path: string) => void) | undefined, tryOnly: true): Promise<HeldNode | undefined>;
+  async acquire(driver: LockDriver, signal: AbortSignal, data: Buffer, onQueued?: (path: string) => void, tryOnly = false): Promise<HeldNode | undefined> {
     const session = this.session;
     for (;;) {
       signal.throwIfAborted();
@@ -46,8 +49,12 @@ export class LockInternals {
         for (;;) {
           const children = await retrying(session, conn, signal, () => zkGetChildren(conn.client, this.base));
           const verdict = driver.checkChildren ? driver.checkChildren(children, path) : driver.check(sortBySequence(children, driver.queueNames), path);
+          if (!verdict.holds && tryOnly) {
+            await deleteOwnNode(session, conn, path);
+            return undefined;
+          }
           if (!verdict.holds) {
-            session.log.debug({ node: path, watch: verdict.watch }, 'waiting for predecessor');
+            session.logger.debug({ node: path, watch: verdict.watch }, 'waiting for predecessor');
             await waitForDeletion(session, conn, joinPath(this.base, verdict.watch), signal);
             continue;
           }
@@ -63,7 +70,7 @@ export class LockInternals {
             await session.whenConnected({ signal: AbortSignal.any([signal, conn.signal]) });
             continue;
           }
-          session.log.debug({ node: path }, 'holds');
+          session.logger.debug({ node: path }, 'holds');
           return { path, fence: fence!, conn, epoch: session.signal };
         }
       } catch (e) {
@@ -71,12 +78,12 @@ export class LockInternals {
           // Cancellation cleans up: delete the queued node before rejecting when connected; while
           // disconnected, the delete goes out on reconnect (or the node dies with the session)
           // and the caller is not held up.
-          const removal = deleteOwnNode(session, conn, path).catch((err: unknown) => session.log.warn({ err, path }, 'could not delete an abandoned lock node'));
+          const removal = deleteOwnNode(session, conn, path).catch((err: unknown) => session.logger.warn({ err, path }, 'could not delete an abandoned lock node'));
           if (session.connected) await removal;
         }
         if (signal.aborted) throw signal.reason;
         if (e instanceof NodeGoneError || conn.signal.aborted) {
-          session.log.info({ base: this.base }, 're-queueing: our node or session is gone');
+          session.logger.info({ base: this.base }, 're-queueing: our node or session is gone');
           continue;
         }
         throw e;
@@ -100,25 +107,15 @@ export class LockInternals {
       clock: session.clock,
       release: () => deleteOwnNode(session, held.conn, held.path),
     });
-    ctl.lease.signal.addEventListener(
-      'abort',
-      () => {
-        onEnd?.();
-        const r: unknown = ctl.lease.signal.reason;
-        if (!(r instanceof LeaseLostError && r.reason === 'released')) void deleteOwnNode(session, held.conn, held.path).catch(() => undefined);
-      },
-      { once: true },
-    );
+    const onAbort = (): void => {
+      onEnd?.();
+      const r: unknown = ctl.lease.signal.reason;
+      if (!(r instanceof LeaseLostError && r.reason === 'released')) void deleteOwnNode(session, held.conn, held.path).catch(() => undefined);
+    };
+    // Claimed in an epoch that has ended already: end at once (after the caller has the controller).
+    if (ctl.lease.signal.aborted) queueMicrotask(onAbort);
+    else ctl.lease.signal.addEventListener('abort', onAbort, { once: true });
     return ctl;
   }
 
-  /** Every queued node's full path, in queue order. */
-  async participants(queueNames: readonly string[]): Promise<string[]> {
-    const conn = this.session.conn();
-    const children = await retrying(this.session, conn, undefined, () => zkGetChildren(conn.client, this.base)).catch((e: unknown) => {
-      if (isNoNode(e)) return [] as string[];
-      throw e;
-    });
-    return sortBySequence(children, queueNames).map((n) => joinPath(this.base, n));
-  }
 }

@@ -1,13 +1,14 @@
 import { EventEmitter } from 'eventemitter3';
-import { raceSignal, sleep, waitScope, whenAborted } from '../../core/abort.js';
-import type { Candidate } from '../../core/candidate.js';
-import { ConfigError, type LeaseLostError } from '../../core/errors.js';
+import { waitScope } from '../../core/abort.js';
+import type { Candidate, LeaderInfo } from '../../core/candidate.js';
+import { BusyError, type LeaseLostError } from '../../core/errors.js';
 import type { Lease, LeaseController } from '../../core/lease.js';
-import { optionalEnum, optionalString, requireOptions } from '../../core/validate.js';
+import type { WaitOptions } from '../../core/options.js';
+import { optionalEnum, optionalId, optionalSignal, requireOptions } from '../../core/validate.js';
 import { StandardLockDriver } from './drivers.js';
 import { CloseGuard, requireSession } from './guard.js';
 import { LockInternals } from './internals.js';
-import { zkGetData } from './ops.js';
+import { observeLeader, readLeader, readParticipants, type Participant } from './leader.js';
 import { validatePath } from './paths.js';
 import type { ZkSession } from './session.js';
 
@@ -15,16 +16,10 @@ import type { ZkSession } from './session.js';
 export type CloseMode = 'silent' | 'notifyLeader';
 
 export interface LeaderLatchOptions {
-  /** This participant's id, stored in its node; what `getLeader()` returns. @default the session id */
+  /** This participant's id, stored in its node; what `leader()` shows. @default a random UUID */
   id?: string;
   /** @default 'silent' */
   closeMode?: CloseMode;
-}
-
-export interface Participant {
-  id: string;
-  path: string;
-  isLeader: boolean;
 }
 
 export interface LeaderLatchEvents {
@@ -35,28 +30,28 @@ export interface LeaderLatchEvents {
   isLeader: (term: Lease) => void;
   /** Leadership ended (an edge; fires once per term). */
   notLeader: (reason: LeaseLostError | undefined) => void;
-  /** An unexpected error in the participation loop (it retries). */
-  error: (e: unknown) => void;
 }
 
 const driver = new StandardLockDriver('latch-');
 
 /**
- * Leader election by latch (Curator's LeaderLatch): every participant queues a node; the first
- * one leads until its term ends (close, SUSPENDED under the standard policy, LOST, local
- * deadline). After a term ends the latch re-joins with a new node, by itself, until closed.
+ * Leader election by latch (Curator's LeaderLatch, same node layout `…/_c_<guid>-latch-<seq>`):
+ * `campaign()` queues a node and resolves when it is first; the term ends on release, close,
+ * SUSPENDED under the standard policy, LOST or the local deadline, and its node is deleted. After
+ * any loss the next `campaign()` queues again (on the session's new ZooKeeper session after
+ * LOST).
  */
-export class LeaderLatch extends EventEmitter<LeaderLatchEvents> implements Candidate, AsyncDisposable {
+export class LeaderLatch extends EventEmitter<LeaderLatchEvents> implements Candidate {
+  /** The latch path. */
   readonly path: string;
+  readonly id: string;
   readonly #session: ZkSession;
   readonly #internals: LockInternals;
-  readonly #idOption: string | undefined;
   readonly #closeMode: CloseMode;
   readonly #guard: CloseGuard;
-  #started = false;
   #term: LeaseController | undefined;
   #ourPath: string | undefined;
-  #loop: Promise<void> | undefined;
+  #campaigning = false;
   #silentClose = false;
 
   constructor(session: ZkSession, path: string, options?: LeaderLatchOptions) {
@@ -64,23 +59,15 @@ export class LeaderLatch extends EventEmitter<LeaderLatchEvents> implements Cand
     this.#session = requireSession(session);
     this.path = validatePath('path', path);
     const o = requireOptions('options', options);
-    this.#idOption = o.id === undefined ? undefined : optionalString('id', o.id, '');
+    this.id = optionalId(o.id);
     this.#closeMode = optionalEnum('closeMode', o.closeMode, ['silent', 'notifyLeader'] as const, 'silent');
     this.#internals = new LockInternals(this.#session, this.path);
     this.#guard = new CloseGuard(`leader latch ${this.path}`);
   }
 
-  /** This participant's id. */
-  get id(): string {
-    return this.#idOption ?? this.#session.sessionId ?? '';
-  }
-
-  /** Joins the election. Throws when started twice or after close. */
-  start(): void {
-    this.#guard.throwIfClosed();
-    if (this.#started) throw new ConfigError('start', 'leader latch already started');
-    this.#started = true;
-    this.#loop = this.#run();
+  /** The election's name: its path. */
+  get name(): string {
+    return this.path;
   }
 
   /** True while leading (the term's signal has not aborted). */
@@ -93,83 +80,93 @@ export class LeaderLatch extends EventEmitter<LeaderLatchEvents> implements Cand
     return this.hasLeadership() ? this.#term?.lease : undefined;
   }
 
-  /** Full path of our current node, once queued. */
+  /** Full path of our current node, while queued or leading. */
   get ourPath(): string | undefined {
     return this.#ourPath;
   }
 
-  /** Resolves with the term once leading (at once if leading now). */
-  async await(options: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<Lease> {
+  /**
+   * Queues (one node) and resolves with the term once this latch is first. While leading it
+   * resolves with the live term. An aborted or timed-out campaign deletes its node first.
+   */
+  async campaign(options?: WaitOptions): Promise<Lease> {
+    const o = requireOptions('options', options);
+    optionalSignal('signal', o.signal);
     this.#guard.throwIfClosed();
-    const scope = waitScope(`${this.#guard.what}: await`, { signal: this.#guard.join(options.signal), timeoutMs: options.timeoutMs });
+    const live = this.term;
+    if (live) return live;
+    if (this.#campaigning) throw new BusyError(`${this.#guard.what}: a campaign is already in flight on this latch`);
+    this.#campaigning = true;
+    const scope = waitScope(`${this.#guard.what}: campaign`, { signal: this.#guard.join(o.signal), timeoutMs: o.timeoutMs });
     try {
-      for (;;) {
-        const t = this.term;
-        if (t) return t;
-        await raceSignal(new Promise<void>((r) => this.once('isLeader', () => r())), scope.signal);
-      }
+      const held = await this.#internals.acquire(driver, scope.signal, Buffer.from(this.id), (p) => (this.#ourPath = p));
+      const term = this.#internals.lease(this.path, held, () => this.#ended(term));
+      this.#term = term;
+      this.#session.logger.debug({ path: held.path }, 'latch: term begins');
+      if (!term.ended) this.emit('isLeader', term.lease);
+      return term.lease;
+    } catch (e) {
+      this.#ourPath = undefined;
+      throw e;
+    } finally {
+      this.#campaigning = false;
+      scope.dispose();
+    }
+  }
+
+  #ended(term: LeaseController): void {
+    if (this.#term !== term) return;
+    this.#term = undefined;
+    this.#ourPath = undefined;
+    const reason = term.lease.signal.reason as LeaseLostError;
+    this.#session.logger.debug({ reason: reason?.reason }, 'latch: term ends');
+    if (!(this.#guard.closed && this.#silentClose)) this.emit('notLeader', reason);
+  }
+
+  /** Ends the current term, if any (its node is deleted); the latch stays usable. */
+  async resign(): Promise<void> {
+    await this.#term?.release();
+  }
+
+  /** Every participant in queue order; the first is the leader. */
+  participants(options?: WaitOptions): Promise<Participant[]> {
+    this.#guard.throwIfClosed();
+    return this.#read(options, (signal) => readParticipants(this.#session, this.path, driver.queueNames, signal));
+  }
+
+  /** The current leader (id and fence, the czxid of its node), or undefined when nobody is queued. */
+  leader(options?: WaitOptions): Promise<LeaderInfo | undefined> {
+    this.#guard.throwIfClosed();
+    return this.#read(options, (signal) => readLeader(this.#session, this.path, driver.queueNames, signal));
+  }
+
+  /** Leader changes: the current leader first (undefined when nobody is queued), then every change. */
+  observe(options?: { signal?: AbortSignal }): AsyncGenerator<LeaderInfo | undefined, void, undefined> {
+    const o = requireOptions('options', options);
+    const signal = optionalSignal('signal', o.signal) ?? new AbortController().signal;
+    return observeLeader(this.#session, this.path, driver.queueNames, signal);
+  }
+
+  async #read<T>(options: WaitOptions | undefined, read: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    const o = requireOptions('options', options);
+    const scope = waitScope(`${this.#guard.what}: read`, { signal: this.#guard.join(optionalSignal('signal', o.signal)), timeoutMs: o.timeoutMs });
+    try {
+      return await read(scope.signal);
     } finally {
       scope.dispose();
     }
   }
 
-  /** Candidate: starts the latch if needed and waits for leadership. */
-  campaign(options: { signal?: AbortSignal } = {}): Promise<Lease> {
-    if (!this.#started) this.start();
-    return this.await(options);
-  }
-
-  /** Every participant in queue order; the first is the leader. */
-  async getParticipants(): Promise<Participant[]> {
-    this.#guard.throwIfClosed();
-    const paths = await this.#internals.participants(driver.queueNames);
-    const client = this.#session.client;
-    const out: Participant[] = [];
-    for (const p of paths) {
-      const data = await zkGetData(client, p);
-      if (data !== null) out.push({ id: data.toString('utf8'), path: p, isLeader: out.length === 0 });
-    }
-    return out;
-  }
-
-  /** The current leader, or undefined when nobody is queued. */
-  async getLeader(): Promise<Participant | undefined> {
-    return (await this.getParticipants())[0];
-  }
-
-  /** Leaves the election, deleting our node; ends the term. Idempotent. */
+  /** Leaves the election (a campaign in flight rejects with ClosedError), ends the term. Idempotent. */
   async close(closeMode: CloseMode = this.#closeMode): Promise<void> {
-    if (!this.#guard.close()) return;
-    const term = this.#term;
     this.#silentClose = closeMode === 'silent';
-    await term?.release();
-    await this.#loop;
+    if (!this.#guard.close()) return;
+    await this.#term?.release();
   }
 
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
   }
-
-  async #run(): Promise<void> {
-    const stop = this.#guard.signal;
-    while (!stop.aborted) {
-      try {
-        const held = await this.#internals.acquire(driver, stop, Buffer.from(this.id), (p) => (this.#ourPath = p));
-        const term = this.#internals.lease(this.path, held);
-        this.#term = term;
-        this.#session.log.debug({ path: held.path, ended: term.ended }, 'latch: term begins');
-        if (!term.ended) this.emit('isLeader', term.lease);
-        await whenAborted(term.lease.signal);
-        this.#session.log.debug({ path: held.path, reason: String((term.lease.signal.reason as Error)?.message) }, 'latch: term ends');
-        this.#term = undefined;
-        this.#ourPath = undefined;
-        if (!(stop.aborted && this.#silentClose)) this.emit('notLeader', term.lease.signal.reason as LeaseLostError);
-        await term.release().catch(() => undefined);
-      } catch (e) {
-        if (stop.aborted || this.#session.closed) break;
-        this.emit('error', e);
-        await sleep(200, stop).catch(() => undefined);
-      }
-    }
-  }
 }
+
+export type { Participant };

@@ -1,4 +1,5 @@
 import type { Clock } from '../../core/clock.js';
+import { LocalDeadline } from '../../core/deadline.js';
 
 export interface LivenessHooks {
   /** Sends a request the server must answer (the heartbeat). */
@@ -13,16 +14,16 @@ export interface LivenessHooks {
 
 /**
  * The session's view of its own liveness: `lastServerContact` (the send time of the last request
- * the server answered), the granted timeout, and the local deadline
- * `lastServerContact + sessionTimeout − safetyMargin` on the monotonic clock. Runs one heartbeat
- * per connection (node-zookeeper-client only pings an idle socket and never notices a silent
- * server) and a timer for the deadline.
+ * the server answered), the granted timeout, and the local deadline (core's LocalDeadline:
+ * `lastServerContact + sessionTimeout − safetyMargin` on the monotonic clock). Runs one heartbeat
+ * per connection: node-zookeeper-client only pings an idle socket and never notices a silent
+ * server.
  */
 export class Liveness {
   lastContact = 0;
   timeout: number;
   #heartbeat: NodeJS.Timeout | undefined;
-  #deadlineTimer: NodeJS.Timeout | undefined;
+  #deadline: LocalDeadline | undefined;
   #run = 0;
 
   constructor(
@@ -34,15 +35,29 @@ export class Liveness {
   }
 
   deadline(): number {
-    return this.lastContact + this.timeout - this.margin;
+    return this.#deadline?.at ?? this.lastContact + this.timeout - this.margin;
   }
 
-  /** A (re)connect: the server just answered; start the heartbeat and the deadline timer. */
+  /** A (re)connect: the server just answered; start the heartbeat and the deadline. */
   start(grantedTimeout: number, hooks: LivenessHooks): void {
     this.stop();
     const run = ++this.#run;
     this.lastContact = this.clock.now();
     this.timeout = grantedTimeout;
+    this.#deadline = new LocalDeadline(
+      {
+        clock: this.clock,
+        // The server may grant a shorter timeout than requested: keep the margin within the one rule.
+        safetyMarginMs: this.margin < (grantedTimeout * 2) / 3 ? this.margin : grantedTimeout / 5,
+        onExpire: (late) => {
+          if (run !== this.#run) return;
+          this.stop();
+          hooks.onDeadline(late);
+        },
+      },
+      this.lastContact,
+      grantedTimeout,
+    );
     const period = Math.max(50, this.timeout / 3);
     const beat = (): void => {
       if (run !== this.#run) return;
@@ -52,7 +67,7 @@ export class Liveness {
           () => {
             if (run !== this.#run) return;
             if (sent > this.lastContact) this.lastContact = sent;
-            this.#armDeadline(run, hooks);
+            this.#deadline?.acknowledged(sent, this.timeout);
           },
           () => undefined,
         );
@@ -62,29 +77,18 @@ export class Liveness {
       this.#heartbeat = setTimeout(beat, period);
     };
     this.#heartbeat = setTimeout(beat, period);
-    this.#armDeadline(run, hooks);
   }
 
-  /** Stops both timers (close, LOST). */
+  /** True once the current deadline has passed (checked on the clock now). */
+  expired(): boolean {
+    return this.#deadline?.expired() ?? false;
+  }
+
+  /** Stops the heartbeat and the deadline (close, LOST). */
   stop(): void {
     this.#run++;
     if (this.#heartbeat) clearTimeout(this.#heartbeat);
-    if (this.#deadlineTimer) clearTimeout(this.#deadlineTimer);
-    this.#heartbeat = this.#deadlineTimer = undefined;
-  }
-
-  #armDeadline(run: number, hooks: LivenessHooks): void {
-    if (this.#deadlineTimer) clearTimeout(this.#deadlineTimer);
-    const fire = (): void => {
-      if (run !== this.#run) return;
-      const late = this.clock.now() - this.deadline();
-      if (late < 0) {
-        this.#deadlineTimer = setTimeout(fire, -late + 1);
-        return;
-      }
-      this.stop();
-      hooks.onDeadline(late);
-    };
-    this.#deadlineTimer = setTimeout(fire, Math.max(0, this.deadline() - this.clock.now()) + 1);
+    this.#heartbeat = undefined;
+    this.#deadline?.stop();
   }
 }

@@ -1,52 +1,44 @@
-import { raceSignal, waitScope } from '../../core/abort.js';
-import { TenureError } from '../../core/errors.js';
-import { LeaseController, type Lease } from '../../core/lease.js';
-import { optionalSignal, requireOptions } from '../../core/validate.js';
+import { waitScope } from '../../core/abort.js';
+import type { LeaderInfo } from '../../core/candidate.js';
+import { BusyError } from '../../core/errors.js';
+import type { Lease, LeaseController } from '../../core/lease.js';
+import type { WaitOptions } from '../../core/options.js';
+import { optionalId, optionalSignal, requireOptions } from '../../core/validate.js';
 import { StandardLockDriver, type LockDriver } from './drivers.js';
 import { CloseGuard, requireSession } from './guard.js';
-import { LockInternals, type HeldNode } from './internals.js';
+import { LockInternals } from './internals.js';
+import { readLeader, readParticipants, type Participant } from './leader.js';
 import { validatePath } from './paths.js';
 import type { ZkSession } from './session.js';
 
-export interface AcquireOptions {
-  /** Aborts the wait; the queued node is deleted before the promise rejects with its reason. */
-  signal?: AbortSignal;
-  /** Gives up after this long with an AcquireTimeoutError. @default no limit */
-  timeoutMs?: number;
-}
-
-interface Holding {
-  readonly held: HeldNode;
-  master: LeaseController;
-  count: number;
-  /** Leases handed out and not yet released, newest last (for `release()` on the lock). */
-  readonly open: Lease[];
+export interface InterProcessMutexOptions {
+  /** This participant's id, stored in its node; what `holder()` shows. @default a random UUID */
+  id?: string;
 }
 
 /**
- * A reentrant lock on a ZooKeeper queue (the base of the mutex and the read/write locks).
- *
- * **Owner** (Node has no threads): the owner is the lock *object*. A second `acquire()` on the
- * same object while it holds succeeds at once with the same fence (reentrancy); the node is
- * deleted when every lease it handed out is released. Concurrent `acquire()` calls on one object
- * are served one after the other. To exclude each other, two tasks in one process use two
- * objects.
+ * A lock on a ZooKeeper queue (the base of the mutex and of both sides of the read/write lock).
+ * One lock object is one participant: `acquire()` while it already waits or holds rejects with
+ * BusyError (Node has no threads to own a lock, so there is no re-entrancy: two tasks that must
+ * exclude each other use two objects).
  */
-export class ReentrantZkLock implements AsyncDisposable {
+export class InterProcessLock implements AsyncDisposable {
   readonly path: string;
+  /** This participant's id (its node's data). */
+  readonly id: string;
   readonly #session: ZkSession;
   readonly #internals: LockInternals;
   readonly #driver: () => LockDriver;
   readonly #guard: CloseGuard;
-  #holding: Holding | undefined;
-  #turn: Promise<void> = Promise.resolve();
-  readonly #data: Buffer | undefined;
+  #held: LeaseController | undefined;
+  #busy = false;
+  #ourPath: string | undefined;
 
   /** @internal */
-  constructor(session: ZkSession, path: string, driver: () => LockDriver, what: string, data?: Buffer) {
-    this.#data = data;
+  constructor(session: ZkSession, path: string, driver: () => LockDriver, what: string, id: string) {
     this.#session = requireSession(session);
     this.path = validatePath('path', path);
+    this.id = id;
     this.#internals = new LockInternals(this.#session, this.path);
     this.#driver = driver;
     this.#guard = new CloseGuard(`${what} ${this.path}`);
@@ -56,86 +48,77 @@ export class ReentrantZkLock implements AsyncDisposable {
    * Waits for the lock and resolves with a {@link Lease}: `fence` is the holder node's czxid,
    * `signal` aborts on SUSPENDED (standard policy), LOST, the local deadline, or release.
    */
-  async acquire(options?: AcquireOptions): Promise<Lease> {
+  async acquire(options?: WaitOptions): Promise<Lease> {
+    return (await this.#take(options, false))!;
+  }
+
+  /** Takes the lock only if this object's node is first at once; resolves undefined otherwise (its node deleted). */
+  tryAcquire(options?: WaitOptions): Promise<Lease | undefined> {
+    return this.#take(options, true);
+  }
+
+  async #take(options: WaitOptions | undefined, tryOnly: boolean): Promise<Lease | undefined> {
     const o = requireOptions('options', options);
     optionalSignal('signal', o.signal);
     this.#guard.throwIfClosed();
-    const scope = waitScope(`${this.#guard.what}: acquire`, { signal: this.#guard.join(o.signal), timeoutMs: o.timeoutMs });
-    const before = this.#turn;
-    let done!: () => void;
-    this.#turn = new Promise<void>((r) => (done = r));
+    if (this.#busy || this.lease) throw new BusyError(`${this.#guard.what}: this lock object already waits or holds (one object is one participant)`);
+    this.#busy = true;
+    const scope = waitScope(`${this.#guard.what}: ${tryOnly ? 'tryAcquire' : 'acquire'}`, { signal: this.#guard.join(o.signal), timeoutMs: o.timeoutMs });
     try {
-      await raceSignal(before, scope.signal);
-      const h = this.#holding;
-      if (h && !h.master.ended) {
-        h.count++;
-        return this.#subLease(h);
+      const data = Buffer.from(this.id);
+      const queued = (p: string): void => void (this.#ourPath = p);
+      const held = tryOnly ? await this.#internals.acquire(this.#driver(), scope.signal, data, queued, true) : await this.#internals.acquire(this.#driver(), scope.signal, data, queued);
+      if (!held) {
+        this.#ourPath = undefined;
+        return undefined;
       }
-      const held = await this.#internals.acquire(this.#driver(), scope.signal, this.#data ?? Buffer.from(this.#session.sessionId ?? ''));
-      const holding: Holding = { held, master: undefined as unknown as LeaseController, count: 1, open: [] };
-      holding.master = this.#internals.lease(this.path, held, () => {
-        if (this.#holding === holding) this.#holding = undefined;
+      const ctl: LeaseController = this.#internals.lease(this.path, held, () => {
+        if (this.#held !== ctl) return;
+        this.#held = undefined;
+        this.#ourPath = undefined;
       });
-      this.#holding = holding;
-      return this.#subLease(holding);
+      this.#held = ctl;
+      return ctl.lease;
+    } catch (e) {
+      this.#ourPath = undefined;
+      throw e;
     } finally {
+      this.#busy = false;
       scope.dispose();
-      done();
     }
   }
 
-  #subLease(h: Holding): Lease {
-    let released = false;
-    const ctl = new LeaseController({
-      name: this.path,
-      fence: h.held.fence,
-      parent: h.master.lease.signal,
-      deadline: () => this.#session.deadline(),
-      clock: this.#session.clock,
-      release: async () => {
-        if (released) return;
-        released = true;
-        h.count--;
-        const i = h.open.indexOf(ctl.lease);
-        if (i >= 0) h.open.splice(i, 1);
-        if (h.count === 0) await h.master.release();
-      },
-    });
-    h.open.push(ctl.lease);
-    return ctl.lease;
-  }
-
-  /**
-   * Releases this object's most recent hold (Curator's `release()`); same as releasing that
-   * Lease. Throws a TenureError when this object holds nothing.
-   */
-  async release(): Promise<void> {
-    const lease = this.#holding?.open.at(-1);
-    if (!lease) throw new TenureError(`${this.#guard.what}: not held by this object`);
-    await lease.release();
-  }
-
-  /** True while this object holds the lock (and its lease is not lost). */
-  isAcquiredInThisProcess(): boolean {
-    return this.#holding !== undefined && !this.#holding.master.ended;
-  }
-
-  /** The full path of the node this object holds with, if any. */
+  /** Full path of this object's node, while it waits or holds. */
   get ourPath(): string | undefined {
-    return this.#holding?.held.path;
+    return this.#ourPath;
   }
 
-  /** Every queued node's full path, holder first. */
-  getParticipantNodes(): Promise<string[]> {
+  /** The held Lease, while this object holds the lock. */
+  get lease(): Lease | undefined {
+    return this.#held && !this.#held.lease.lost ? this.#held.lease : undefined;
+  }
+
+  /** Who holds the lock (id and fence), or undefined when nobody does. */
+  async holder(options?: WaitOptions): Promise<LeaderInfo | undefined> {
     this.#guard.throwIfClosed();
-    return this.#internals.participants(this.#driver().queueNames);
+    const scope = waitScope(`${this.#guard.what}: holder`, { signal: this.#guard.join(optionalSignal('signal', requireOptions('options', options).signal)), timeoutMs: options?.timeoutMs });
+    try {
+      return await readLeader(this.#session, this.path, this.#driver().queueNames, scope.signal);
+    } finally {
+      scope.dispose();
+    }
   }
 
-  /** Aborts pending acquires, releases what this object holds. Idempotent. */
+  /** Every queued participant, the holder first. */
+  participants(): Promise<Participant[]> {
+    this.#guard.throwIfClosed();
+    return readParticipants(this.#session, this.path, this.#driver().queueNames);
+  }
+
+  /** Aborts a pending acquire, releases what this object holds. Idempotent. */
   async close(): Promise<void> {
     if (!this.#guard.close()) return;
-    await this.#holding?.master.release();
-    this.#holding = undefined;
+    await this.#held?.release();
   }
 
   [Symbol.asyncDispose](): Promise<void> {
@@ -144,14 +127,13 @@ export class ReentrantZkLock implements AsyncDisposable {
 }
 
 /**
- * A distributed mutex (Curator's InterProcessMutex): a FIFO queue of ephemeral sequential nodes
- * under `path`; each waiter watches only its predecessor. Reentrant per object (see
- * {@link ReentrantZkLock}).
+ * A distributed mutex (Curator's InterProcessMutex, same node layout `…/_c_<guid>-lock-<seq>`):
+ * a FIFO queue of ephemeral sequential nodes under `path`; each waiter watches only its
+ * predecessor. One object is one participant (see {@link InterProcessLock}).
  */
-export class InterProcessMutex extends ReentrantZkLock {
-  /** `data` is stored in the node (e.g. a participant id). @default the session id */
-  constructor(session: ZkSession, path: string, data?: Buffer) {
+export class InterProcessMutex extends InterProcessLock {
+  constructor(session: ZkSession, path: string, options?: InterProcessMutexOptions) {
     const driver = new StandardLockDriver();
-    super(session, path, () => driver, 'mutex', data);
+    super(session, path, () => driver, 'mutex', optionalId(requireOptions('options', options).id));
   }
 }

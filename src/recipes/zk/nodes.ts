@@ -1,4 +1,5 @@
-import zookeeper, { type Stat } from 'node-zookeeper-client';
+import type { Stat } from 'node-zookeeper-client';
+import { zookeeper } from './peer.js';
 import { SessionExpiredError } from '../../core/errors.js';
 import { isConnectionLoss, isNoNode, dropWatcher, zkCreateEphemeralSequential, zkExists, zkGetChildren, zkMkdirp, zkRemove } from './ops.js';
 import { joinPath, protectedPrefix } from './paths.js';
@@ -69,7 +70,7 @@ export async function createProtected(session: ZkSession, conn: ZkConn, base: st
       const children = await retrying(session, conn, signal, () => zkGetChildren(conn.client, base));
       const found = children.find((c) => c.startsWith(prefix));
       if (found) {
-        session.log.debug({ node: found }, 'protected creation found its node after a connection loss');
+        session.logger.debug({ node: found }, 'protected creation found its node after a connection loss');
         return { path: joinPath(base, found) };
       }
     }

@@ -1,5 +1,5 @@
-import { createRequire } from 'node:module';
-import zookeeper, { type Client, type Stat } from 'node-zookeeper-client';
+import type { Client, Stat } from 'node-zookeeper-client';
+import { zookeeper, zookeeperProtocol } from './peer.js';
 
 /**
  * Promise versions of the node-zookeeper-client calls the recipes use, plus error tests.
@@ -29,7 +29,7 @@ interface Jute {
   Request: new (header: unknown, payload: unknown) => unknown;
 }
 type Queue = (request: unknown, cb: (e: Error | null, response: { header: { zxid: Buffer }; payload: { path: string } | null }) => void) => void;
-const jute = createRequire(import.meta.url)('node-zookeeper-client/lib/jute/index.js') as Jute;
+const jute = zookeeperProtocol as Jute;
 const openAcl = (zookeeper.ACL as unknown as { OPEN_ACL_UNSAFE: { toRecord(): unknown }[] }).OPEN_ACL_UNSAFE.map((a) => a.toRecord());
 
 /**
@@ -79,10 +79,12 @@ export function zkExists(client: Client, path: string, watcher?: Watcher): Promi
   });
 }
 
-/** The node's data, or null when it does not exist. */
-export function zkGetData(client: Client, path: string): Promise<Buffer | null> {
+/** The node's data and Stat, or null when it does not exist. With a watcher, watches deletion and data changes. */
+export function zkGetData(client: Client, path: string, watcher?: Watcher): Promise<{ data: Buffer; stat: Stat } | null> {
   return new Promise((resolve, reject) => {
-    client.getData(path, (e, data) => (e ? (isNoNode(e) ? resolve(null) : reject(e)) : resolve(data ?? Buffer.alloc(0))));
+    const cb = (e: Error | null, data: Buffer | undefined, stat: Stat): void => (e ? (isNoNode(e) ? resolve(null) : reject(e)) : resolve({ data: data ?? Buffer.alloc(0), stat }));
+    if (watcher) client.getData(path, watcher as never, cb as never);
+    else client.getData(path, cb as never);
   });
 }
 

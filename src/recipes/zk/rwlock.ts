@@ -1,6 +1,7 @@
 import { DOWNGRADE_NAME, READ_NAME, ReadLockDriver, WriteLockDriver } from './drivers.js';
 import { requireSession } from './guard.js';
-import { ReentrantZkLock } from './mutex.js';
+import { InterProcessLock } from './mutex.js';
+import { optionalId, requireOptions } from '../../core/validate.js';
 import { validatePath } from './paths.js';
 import type { ZkSession } from './session.js';
 
@@ -11,31 +12,32 @@ import type { ZkSession } from './session.js';
  * marked `DOWN-`, and no writer is granted while one exists); then release the write lock.
  * Read→write upgrade is not supported (it would wait for itself).
  *
- * Owner, as for the mutex, is the lock object: `readLock()`/`writeLock()` return the same two
- * objects every time.
+ * `readLock()`/`writeLock()` return the same two objects every time; each is one participant
+ * (see InterProcessLock).
  */
 export class InterProcessReadWriteLock implements AsyncDisposable {
   readonly path: string;
-  readonly #write: ReentrantZkLock;
-  readonly #read: ReentrantZkLock;
+  readonly #write: InterProcessLock;
+  readonly #read: InterProcessLock;
 
-  constructor(session: ZkSession, path: string) {
+  constructor(session: ZkSession, path: string, options?: { id?: string }) {
     requireSession(session);
+    const id = optionalId(requireOptions('options', options).id);
     this.path = validatePath('path', path);
     const writer = new WriteLockDriver();
     const reader = new ReadLockDriver(READ_NAME);
     const downgraded = new ReadLockDriver(DOWNGRADE_NAME);
-    this.#write = new ReentrantZkLock(session, this.path, () => writer, 'write lock');
-    this.#read = new ReentrantZkLock(session, this.path, () => (this.#write.isAcquiredInThisProcess() ? downgraded : reader), 'read lock');
+    this.#write = new InterProcessLock(session, this.path, () => writer, 'write lock', id);
+    this.#read = new InterProcessLock(session, this.path, () => (this.#write.lease ? downgraded : reader), 'read lock', id);
   }
 
   /** The shared (read) side. */
-  readLock(): ReentrantZkLock {
+  readLock(): InterProcessLock {
     return this.#read;
   }
 
   /** The exclusive (write) side. */
-  writeLock(): ReentrantZkLock {
+  writeLock(): InterProcessLock {
     return this.#write;
   }
 

@@ -4,7 +4,9 @@ import { optionalSignal, requireNumber, requireOptions } from '../../core/valida
 import { NodeGoneError } from './drivers.js';
 import { CloseGuard, requireSession } from './guard.js';
 import { LockInternals } from './internals.js';
-import { InterProcessMutex, type AcquireOptions } from './mutex.js';
+import { InterProcessMutex } from './mutex.js';
+import { readParticipants, type Participant } from './leader.js';
+import type { WaitOptions } from '../../core/options.js';
 import { createProtected, deleteOwnNode, raceSignals, retrying, statOf } from './nodes.js';
 import { dropWatcher, zkGetChildren } from './ops.js';
 import { joinPath, longToBigInt, nodeName, validatePath } from './paths.js';
@@ -41,7 +43,7 @@ export class InterProcessSemaphoreV2 implements AsyncDisposable {
   }
 
   /** Waits for `qty` leases (all or none) and returns them individually. @default qty 1 */
-  async acquire(qty = 1, options?: AcquireOptions): Promise<Lease[]> {
+  async acquire(qty = 1, options?: WaitOptions): Promise<Lease[]> {
     requireNumber('qty', qty, { integer: true, min: 1, max: this.maxLeases });
     const o = requireOptions('options', options);
     optionalSignal('signal', o.signal);
@@ -110,10 +112,10 @@ export class InterProcessSemaphoreV2 implements AsyncDisposable {
     }
   }
 
-  /** Full paths of every lease node that exists now (holders and the one waiter). */
-  async getParticipantNodes(): Promise<string[]> {
+  /** Every lease node that exists now (holders and the one waiter), oldest first. */
+  participants(): Promise<Participant[]> {
     this.#guard.throwIfClosed();
-    return this.#internals.participants([LEASE_NAME]);
+    return readParticipants(this.#session, this.#leasesPath, [LEASE_NAME]);
   }
 
   /** Aborts pending acquires and releases every lease this object handed out. Idempotent. */

@@ -1,12 +1,14 @@
 import { EventEmitter } from 'eventemitter3';
-import zookeeper, { type Client } from 'node-zookeeper-client';
-import { pino, type Logger } from 'pino';
-import { monotonicClock, type Clock } from '../../core/clock.js';
-import { ClosedError, ConfigError, LeaseLostError, SessionExpiredError, type LeaseLostReason } from '../../core/errors.js';
+import type { Client, State as ClientState } from 'node-zookeeper-client';
+import type { Clock } from '../../core/clock.js';
+import { leaseTiming } from '../../core/deadline.js';
+import { ClosedError, ConfigError, LeaseLostError, SessionExpiredError, StoreUnavailableError, type LeaseLostReason } from '../../core/errors.js';
 import { raceSignal, waitScope } from '../../core/abort.js';
-import { optionalEnum, optionalNumber, requireOptions, requireString } from '../../core/validate.js';
+import { optionalClock, optionalLogger, type Logger, type WaitOptions } from '../../core/options.js';
+import { optionalEnum, optionalNumber, requireOptions } from '../../core/validate.js';
 import { Liveness } from './liveness.js';
 import { dropSocket, zkExists } from './ops.js';
+import { zookeeper } from './peer.js';
 
 const { State } = zookeeper;
 
@@ -22,22 +24,27 @@ export type ZkConnectionState = 'CONNECTED' | 'SUSPENDED' | 'RECONNECTED' | 'LOS
 export type ZkErrorPolicy = 'standard' | 'session';
 
 export interface ZkSessionOptions {
-  /** Requested session timeout; the server may grant another (see `sessionTimeoutMs`). @default 10000 */
-  sessionTimeoutMs?: number;
+  /** `host:port[,host:port…][/chroot]`. */
+  connectionString: string;
+  /**
+   * The session timeout to request, in ms (ZooKeeper's TTL); the server may grant another within
+   * its min/max (see `ttlMs` on the session). @default 10000
+   */
+  ttlMs?: number;
   /** @default 'standard' */
   policy?: ZkErrorPolicy;
   /**
-   * How long before the server could expire the session a holder stops (local deadline). Must be
-   * less than the session timeout. @default a fifth of sessionTimeoutMs
+   * How long before the server could expire the session a holder stops (the local deadline,
+   * `lastServerContact + ttl − safetyMarginMs`). Must be > 0 and < 2/3 of the TTL. @default ttlMs / 5
    */
   safetyMarginMs?: number;
-  /** How long `start()` waits for the first connection. @default 15000 */
+  /** How long `create()` waits for the first connection. @default 15000 */
   connectTimeoutMs?: number;
   /** Pause between connection attempts once every server was tried. @default 100 */
   spinDelayMs?: number;
-  /** @default a silent pino logger */
+  /** @default silent */
   logger?: Logger;
-  /** @default monotonicClock */
+  /** @default the monotonic clock */
   clock?: Clock;
 }
 
@@ -81,10 +88,9 @@ type LiveConn = ZkConn & { abort: AbortController; connectedOnce: boolean; sessi
 export class ZkSession extends EventEmitter<ZkSessionEvents> implements AsyncDisposable {
   readonly connectionString: string;
   readonly policy: ZkErrorPolicy;
-  readonly log: Logger;
+  readonly logger: Logger;
   readonly clock: Clock;
   readonly #requestedTimeout: number;
-  readonly #margin: number;
   readonly #connectTimeout: number;
   readonly #spinDelay: number;
   #conn: LiveConn | undefined;
@@ -95,31 +101,42 @@ export class ZkSession extends EventEmitter<ZkSessionEvents> implements AsyncDis
   #closed = new AbortController();
   #watchEvents = 0;
 
-  constructor(connectionString: string, options?: ZkSessionOptions) {
+  /**
+   * Connects and resolves once the first ZooKeeper session is established. A session that cannot
+   * connect within `connectTimeoutMs` (or before `signal` aborts) rejects with a
+   * StoreUnavailableError and leaves nothing behind: no client, no timer, no reconnect loop.
+   */
+  static async create(options: ZkSessionOptions, wait?: { signal?: AbortSignal }): Promise<ZkSession> {
+    const session = new ZkSession(options);
+    try {
+      session.#newClient();
+      await session.whenConnected({ signal: wait?.signal, timeoutMs: session.#connectTimeout });
+    } catch (e) {
+      await session.close();
+      if (e instanceof Error && e.name === 'AcquireTimeoutError') {
+        throw new StoreUnavailableError('zookeeper', session.connectionString, `no session within ${session.#connectTimeout} ms`, { cause: e });
+      }
+      throw e;
+    }
+    return session;
+  }
+
+  private constructor(options: ZkSessionOptions) {
     super();
-    this.connectionString = requireString('connectionString', connectionString, { pattern: /^[^\s/]+(\/\S*)?$/, patternHint: "be 'host:port[,host:port…][/chroot]'" });
     const o = requireOptions('options', options);
-    this.#requestedTimeout = optionalNumber('sessionTimeoutMs', o.sessionTimeoutMs, 10_000, { integer: true, min: 1 });
+    this.connectionString = requireConnectionString(o.connectionString);
+    const timing = leaseTiming(o, { minTtlMs: 1, maxTtlMs: 2 ** 31 - 1 });
+    this.#requestedTimeout = timing.ttlMs;
     this.policy = optionalEnum('policy', o.policy, ['standard', 'session'] as const, 'standard');
-    this.#margin = optionalNumber('safetyMarginMs', o.safetyMarginMs, Math.round(this.#requestedTimeout / 5), { min: 0, exclusiveMin: true });
-    if (this.#margin >= this.#requestedTimeout) throw new ConfigError('safetyMarginMs', `must be less than sessionTimeoutMs (${this.#requestedTimeout}), got ${this.#margin}`);
-    this.#connectTimeout = optionalNumber('connectTimeoutMs', o.connectTimeoutMs, 15_000, { min: 1 });
-    this.#spinDelay = optionalNumber('spinDelayMs', o.spinDelayMs, 100, { min: 0 });
-    this.log = (o.logger ?? pino({ level: 'silent' })).child({ name: 'zk-session' });
-    this.clock = o.clock ?? monotonicClock;
-    this.#liveness = new Liveness(this.clock, this.#margin, this.#requestedTimeout);
+    this.#connectTimeout = optionalNumber('connectTimeoutMs', o.connectTimeoutMs, 15_000, { integer: true, min: 1, max: 2 ** 31 - 1 });
+    this.#spinDelay = optionalNumber('spinDelayMs', o.spinDelayMs, 100, { integer: true, min: 0, max: 60_000 });
+    this.logger = optionalLogger(o.logger, { name: 'zk-session' });
+    this.clock = optionalClock(o.clock);
+    this.#liveness = new Liveness(this.clock, timing.safetyMarginMs, this.#requestedTimeout);
     this.#epoch.abort(new LeaseLostError('suspended', 'zk session: not connected yet'));
   }
 
-  /** Connects and resolves once the first session is established. Idempotent. */
-  async start(options: { signal?: AbortSignal } = {}): Promise<this> {
-    this.#throwIfClosed();
-    if (!this.#conn) this.#newClient();
-    await this.whenConnected({ signal: options.signal, timeoutMs: this.#connectTimeout });
-    return this;
-  }
-
-  /** The current connection state (`'LATENT'` before `start()`, `'CLOSED'` after `close()`). */
+  /** The current connection state (`'LATENT'` before the first connection, `'CLOSED'` after `close()`). */
   get state(): ZkConnectionState | 'LATENT' | 'CLOSED' {
     return this.#state;
   }
@@ -143,8 +160,8 @@ export class ZkSession extends EventEmitter<ZkSessionEvents> implements AsyncDis
     return this.#epoch.signal;
   }
 
-  /** The session timeout the server granted (the requested one before connecting). */
-  get sessionTimeoutMs(): number {
+  /** The session timeout (TTL) the server granted (the requested one before connecting). */
+  get ttlMs(): number {
     return this.#liveness.timeout;
   }
 
@@ -186,11 +203,10 @@ export class ZkSession extends EventEmitter<ZkSessionEvents> implements AsyncDis
   }
 
   /** Resolves when connected with a live epoch (at once if already); rejects on close/abort/timeout. */
-  async whenConnected(options: { signal?: AbortSignal | undefined; timeoutMs?: number | undefined } = {}): Promise<void> {
+  async whenConnected(options: WaitOptions = {}): Promise<void> {
     this.#throwIfClosed();
     if (this.connected) return;
-    if (!this.#conn) throw new ConfigError('session', 'not started: call start() first');
-    const scope = waitScope('zk session connect', options);
+        const scope = waitScope('zk session connect', options);
     const closed = this.#closed.signal;
     try {
       await raceSignal(
@@ -258,7 +274,7 @@ export class ZkSession extends EventEmitter<ZkSessionEvents> implements AsyncDis
     client.connect();
   }
 
-  #onClientState(conn: LiveConn, s: zookeeper.State): void {
+  #onClientState(conn: LiveConn, s: ClientState): void {
     if (conn !== this.#conn || this.#closed.signal.aborted) return;
     if (s === State.SYNC_CONNECTED || s === State.CONNECTED_READ_ONLY) {
       this.#connected = true;
@@ -275,12 +291,12 @@ export class ZkSession extends EventEmitter<ZkSessionEvents> implements AsyncDis
         ping: () => zkExists(conn.client, '/'),
         connected: () => this.#connected && conn === this.#conn,
         onSilent: (silentMs) => {
-          this.log.debug({ silentMs: Math.round(silentMs) }, 'zk server silent: dropping the connection');
+          this.logger.debug({ silentMs: Math.round(silentMs) }, 'zk server silent: dropping the connection');
           dropSocket(conn.client);
         },
         onDeadline: (lateMs) => {
           if (conn !== this.#conn || this.#closed.signal.aborted) return;
-          this.log.info({ lateMs: Math.round(lateMs) }, 'zk local session deadline passed');
+          this.logger.info({ lateMs: Math.round(lateMs) }, 'zk local session deadline passed');
           this.#endEpoch('deadline', 'zk session: local deadline passed (server silent too long)');
           this.#lose('local deadline passed without server contact');
         },
@@ -298,7 +314,7 @@ export class ZkSession extends EventEmitter<ZkSessionEvents> implements AsyncDis
 
   #emit(state: ZkConnectionState): void {
     this.#state = state;
-    this.log.info({ state, sessionId: this.#conn?.sessionId }, 'zk connection state');
+    this.logger.info({ state, sessionId: this.#conn?.sessionId }, 'zk connection state');
     this.emit('state', state);
     this.emit(state);
   }
@@ -323,4 +339,23 @@ export class ZkSession extends EventEmitter<ZkSessionEvents> implements AsyncDis
     }
     if (!this.#closed.signal.aborted) this.#newClient();
   }
+}
+
+/**
+ * Validates a connection string, `host:port[,host:port…][/chroot]`, so a bad port is a
+ * ConfigError here rather than an uncaught ERR_SOCKET_BAD_PORT in the client's socket code.
+ */
+function requireConnectionString(value: unknown): string {
+  const hint = "must be 'host:port[,host:port…][/chroot]'";
+  if (typeof value !== 'string' || value.length === 0 || value.length > 4096) throw new ConfigError('connectionString', hint);
+  const slash = value.indexOf('/');
+  const hosts = slash < 0 ? value : value.slice(0, slash);
+  for (const h of hosts.split(',')) {
+    const m = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(h);
+    if (!m) throw new ConfigError('connectionString', `${hint}, got ${JSON.stringify(h)}`);
+    const port = Number(m[2]);
+    if (port < 1 || port > 65535) throw new ConfigError('connectionString', `port must be 1–65535, got ${port}`);
+  }
+  if (slash >= 0 && !/^\/\S*$/.test(value.slice(slash))) throw new ConfigError('connectionString', `${hint}: bad chroot`);
+  return value;
 }

@@ -1,0 +1,62 @@
+import { pino } from 'pino';
+import { monotonicClock, type Clock } from './clock.js';
+import { ConfigError } from './errors.js';
+
+/**
+ * The options every backend shares, named once: how a wait is bounded, how a recipe logs, which
+ * clock it reads.
+ */
+
+/** Bounds a wait (acquire, campaign, connect): every call that can wait takes these. */
+export interface WaitOptions {
+  /** Aborts the wait; it rejects with `signal.reason` after undoing what it queued. */
+  signal?: AbortSignal;
+  /** Gives up after this many ms with an AcquireTimeoutError, undoing what it queued. @default no limit */
+  timeoutMs?: number;
+}
+
+type LogFn = {
+  (obj: object, msg?: string, ...args: unknown[]): void;
+  (msg: string, ...args: unknown[]): void;
+};
+
+/**
+ * The logger tenure writes to: the subset of pino's API it uses, so a pino logger (or a child of
+ * one), or any logger with the same shape, fits. Recipes log state edges at info, retries at debug.
+ */
+export interface Logger {
+  debug: LogFn;
+  info: LogFn;
+  warn: LogFn;
+  error: LogFn;
+  child(bindings: Record<string, unknown>): Logger;
+}
+
+let silent: Logger | undefined;
+
+/** The default logger: pino at level `silent`. */
+export function silentLogger(): Logger {
+  silent ??= pino({ level: 'silent' });
+  return silent;
+}
+
+/** Validates a `logger` option and returns a child with `bindings` (the silent logger when absent). */
+export function optionalLogger(value: unknown, bindings: Record<string, unknown>): Logger {
+  if (value === undefined) return silentLogger();
+  const l = value as Partial<Logger> | null;
+  if (l === null || typeof l !== 'object' || !(['debug', 'info', 'warn', 'error', 'child'] as const).every((m) => typeof l[m] === 'function')) {
+    throw new ConfigError('logger', 'must be a pino-compatible logger (debug, info, warn, error, child)');
+  }
+  return (l as Logger).child(bindings);
+}
+
+/** Validates a `clock` option (the monotonic clock when absent). */
+export function optionalClock(value: unknown): Clock {
+  if (value === undefined) return monotonicClock;
+  if (value === null || typeof value !== 'object' || typeof (value as Clock).now !== 'function') {
+    throw new ConfigError('clock', 'must be a Clock: an object with now() returning monotonic milliseconds');
+  }
+  const now = (value as Clock).now();
+  if (typeof now !== 'number' || !Number.isFinite(now)) throw new ConfigError('clock', `now() must return a finite number, got ${String(now)}`);
+  return value as Clock;
+}

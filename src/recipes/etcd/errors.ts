@@ -1,0 +1,50 @@
+import { ClosedError, PermissionDeniedError, RequestTooLargeError, SessionExpiredError, StoreUnavailableError, TenureError } from '../../core/errors.js';
+import { etcd3 } from './peer.js';
+
+/**
+ * One error surface for etcd: what the etcd3 client throws becomes a tenure error with a stable
+ * code (the original kept as `cause`), and only what may succeed on a retry is retried.
+ */
+
+/** Whether a failed etcd call is worth another try: transport trouble, never a refusal. */
+export function retryableEtcdError(e: unknown): boolean {
+  if (e instanceof TenureError) return e.retryable && e instanceof StoreUnavailableError;
+  if (!(e instanceof Error)) return false;
+  if (isRefusal(e)) return false;
+  return etcd3.isRecoverableError(e) || e instanceof etcd3.GRPCDeadlineExceededError || e instanceof etcd3.GRPCUnavailableError || e.constructor === etcd3.GRPCGenericError;
+}
+
+function isRefusal(e: Error): boolean {
+  return (
+    e instanceof etcd3.EtcdPermissionDeniedError ||
+    e instanceof etcd3.EtcdAuthenticationFailedError ||
+    e instanceof etcd3.EtcdInvalidAuthTokenError ||
+    e instanceof etcd3.EtcdRoleNotGrantedError ||
+    e instanceof etcd3.GRPCUnauthenticatedError ||
+    e instanceof etcd3.GRPCResourceExhastedError ||
+    e instanceof etcd3.GRPCInvalidArgumentError ||
+    e instanceof etcd3.EtcdLeaseInvalidError ||
+    /request is too large|too many operations/i.test(e.message)
+  );
+}
+
+/** The tenure error for a failed etcd call (TenureErrors and abort reasons pass through). */
+export function toTenureError(e: unknown, what: string, endpoint: string | undefined): unknown {
+  if (e instanceof TenureError || !(e instanceof Error)) return e;
+  if (e.name === 'AbortError') return e;
+  const cause = { cause: e };
+  if (/request is too large|too many operations/i.test(e.message) || e instanceof etcd3.GRPCResourceExhastedError) return new RequestTooLargeError('etcd', `${what}: ${e.message}`, cause);
+  if (
+    e instanceof etcd3.EtcdPermissionDeniedError ||
+    e instanceof etcd3.EtcdAuthenticationFailedError ||
+    e instanceof etcd3.EtcdInvalidAuthTokenError ||
+    e instanceof etcd3.EtcdRoleNotGrantedError ||
+    e instanceof etcd3.GRPCUnauthenticatedError
+  ) {
+    return new PermissionDeniedError('etcd', `${what}: ${e.message}`, cause);
+  }
+  if (e instanceof etcd3.EtcdLeaseInvalidError) return new SessionExpiredError(`${what}: ${e.message}`, cause);
+  if (e instanceof etcd3.ClientClosedError) return new ClosedError(`${what}: etcd client`);
+  if (retryableEtcdError(e)) return new StoreUnavailableError('etcd', endpoint, `${what}: ${e.message}`, cause);
+  return new TenureError(`etcd: ${what}: ${e.message}`, 'TENURE_ERROR', cause);
+}

@@ -1,0 +1,48 @@
+import type { Redis } from 'ioredis';
+
+/**
+ * Hints for observers that a lock's holder may have changed: one subscriber connection on the
+ * lock's grant and release channels. Observers still re-read on an interval, since a lease that
+ * simply expires announces nothing.
+ */
+export class ChangeFeed {
+  readonly #sub: Redis;
+  readonly #ready: Promise<unknown>;
+  #wake: (() => void) | undefined;
+  #pending = false;
+
+  constructor(redis: Redis, channels: string[]) {
+    this.#sub = redis.duplicate();
+    this.#sub.on('error', () => undefined); // reconnects on its own; the interval covers the gap
+    this.#sub.on('message', () => {
+      this.#pending = true;
+      this.#wake?.();
+    });
+    this.#ready = this.#sub.subscribe(...channels).catch(() => undefined);
+  }
+
+  /** Resolves at the next message (at once if one came since the last call), after `ms`, or on abort. */
+  async next(ms: number, signal: AbortSignal): Promise<void> {
+    await this.#ready;
+    if (this.#pending) {
+      this.#pending = false;
+      return;
+    }
+    await new Promise<void>((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        this.#wake = undefined;
+        this.#pending = false;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.#wake = done;
+      signal.addEventListener('abort', done, { once: true });
+    });
+  }
+
+  close(): void {
+    this.#sub.disconnect();
+  }
+}

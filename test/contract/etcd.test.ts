@@ -1,0 +1,40 @@
+import { afterAll, afterEach, beforeAll } from 'vitest';
+import { EtcdServer } from '../../src/testing/index.js';
+import { EtcdElection, EtcdSession, createEtcdClient } from '../../src/recipes/etcd/index.js';
+import type { Etcd3 } from 'etcd3';
+import type { Candidate } from '../../src/index.js';
+import { candidateContract } from './candidate.js';
+
+let etcd: EtcdServer;
+let client: Etcd3;
+const sessions = new Map<Candidate, EtcdSession>();
+
+beforeAll(async () => {
+  etcd = await new EtcdServer().start();
+  client = createEtcdClient({ hosts: etcd.endpoints });
+});
+afterEach(async () => {
+  await Promise.all([...sessions.values()].map((s) => s.close()));
+  sessions.clear();
+});
+afterAll(async () => {
+  client?.close();
+  await etcd?.stop();
+});
+
+candidateContract('etcd EtcdElection', () => ({
+  ttlMs: 2000,
+  async make(name, id, clock) {
+    const session = await EtcdSession.create({ client, ttlMs: 2000, ...(clock ? { clock } : {}) });
+    const e = new EtcdElection(session, `contract/${name}`, { id });
+    sessions.set(e, session);
+    return e;
+  },
+  async loseFromOutside(candidate) {
+    await client.leaseClient.leaseRevoke({ ID: sessions.get(candidate)!.leaseId });
+  },
+  async participants(name) {
+    return (await client.getAll().prefix(`contract/${name}/`).keys()).length;
+  },
+  async cleanup() {},
+}));

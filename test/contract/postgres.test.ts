@@ -1,0 +1,39 @@
+import { afterAll, beforeAll } from 'vitest';
+import type pg from 'pg';
+import { makePool } from '../postgres/helpers.js';
+import { PostgresServer } from '../../src/testing/index.js';
+import { PgElection, advisoryKey } from '../../src/recipes/postgres/index.js';
+import { candidateContract } from './candidate.js';
+
+let server: PostgresServer;
+let pool: pg.Pool;
+
+beforeAll(async () => {
+  server = await new PostgresServer().start();
+  pool = makePool({ ...server.connectionConfig, max: 20 });
+});
+afterAll(async () => {
+  await pool?.end();
+  await server?.stop();
+});
+
+/** Backend pids that hold or wait for the advisory lock of `name`. */
+async function lockers(name: string): Promise<number[]> {
+  const k = advisoryKey(name);
+  const r = await pool.query(`SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 2 AND classid = $1::bigint::oid AND objid = $2::bigint::oid`, [k.namespace >>> 0, k.key >>> 0]);
+  return r.rows.map((row: { pid: number }) => row.pid);
+}
+
+candidateContract('Postgres PgElection', () => ({
+  ttlMs: 3000,
+  async make(name, id, clock) {
+    return new PgElection(pool, name, { id, ttlMs: 3000, backoff: { initialMs: 10, maxMs: 100 }, observeIntervalMs: 100, ...(clock ? { clock } : {}) });
+  },
+  async loseFromOutside(_candidate, term) {
+    for (const pid of await lockers(term.name)) await pool.query('SELECT pg_terminate_backend($1)', [pid]);
+  },
+  async participants(name) {
+    return (await lockers(name)).length;
+  },
+  async cleanup() {},
+}));

@@ -1,0 +1,35 @@
+import { afterAll, beforeAll } from 'vitest';
+import type { Redis } from 'ioredis';
+import { RedisServer } from '../../src/testing/index.js';
+import { RedisElection } from '../../src/recipes/redis/index.js';
+import { backdateBoot, client } from '../redis/helpers.js';
+import { candidateContract } from './candidate.js';
+
+const prefix = 'contract:';
+let server: RedisServer;
+let redis: Redis;
+
+beforeAll(async () => {
+  server = await new RedisServer().start();
+  redis = client(server.port);
+  await backdateBoot(redis, prefix);
+});
+afterAll(async () => {
+  redis?.disconnect();
+  await server?.stop();
+});
+
+candidateContract('Redis RedisElection', () => ({
+  ttlMs: 2000,
+  async make(name, id, clock) {
+    return new RedisElection(redis, name, { id, ttlMs: 2000, keyPrefix: prefix, retryMaxMs: 200, observeIntervalMs: 200, ...(clock ? { clock } : {}) });
+  },
+  async loseFromOutside(_candidate, term) {
+    // Someone deletes the key (an operator, a FLUSHDB): the holder's next renew finds it gone.
+    await redis.eval(`return redis.call('UNLINK', KEYS[1])`, 1, `${prefix}lock:{${term.name}}`);
+  },
+  async participants(name) {
+    return (await redis.exists(`${prefix}lock:{${name}}`)) + (await redis.zcard(`${prefix}queue:{${name}}`));
+  },
+  async cleanup() {},
+}));

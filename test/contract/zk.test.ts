@@ -1,0 +1,41 @@
+import { afterAll, afterEach, beforeAll } from 'vitest';
+import type zookeeper from 'node-zookeeper-client';
+import { ZooKeeperServer } from '../../src/testing/index.js';
+import { LeaderLatch, ZkSession } from '../../src/recipes/zk/index.js';
+import type { Candidate } from '../../src/index.js';
+import { children, expireSession, rawClient } from '../zk/helpers.js';
+import { candidateContract } from './candidate.js';
+
+let zk: ZooKeeperServer;
+let raw: zookeeper.Client;
+const sessions = new Map<Candidate, ZkSession>();
+
+beforeAll(async () => {
+  zk = await new ZooKeeperServer().start();
+  raw = await rawClient(zk.connectionString);
+});
+afterEach(async () => {
+  await Promise.all([...sessions.values()].map((s) => s.close()));
+  sessions.clear();
+});
+afterAll(async () => {
+  raw?.close();
+  await zk?.stop();
+});
+
+candidateContract('ZooKeeper LeaderLatch', () => ({
+  ttlMs: 3000,
+  async make(name, id, clock) {
+    const session = await ZkSession.create({ connectionString: zk.connectionString, ttlMs: 3000, ...(clock ? { clock } : {}) });
+    const latch = new LeaderLatch(session, `/contract/${name}`, { id });
+    sessions.set(latch, session);
+    return latch;
+  },
+  async loseFromOutside(candidate) {
+    await expireSession(zk.connectionString, sessions.get(candidate)!);
+  },
+  async participants(name) {
+    return (await children(raw, `/contract/${name}`)).length;
+  },
+  async cleanup() {},
+}));
