@@ -65,6 +65,19 @@ const impls: Impl[] = [
   },
 ];
 
+/** Commands the server ran since RESETSTAT and the µs it spent in them (INFO commandstats), without the INFO itself. */
+async function serverCost(admin: Redis): Promise<{ calls: number; usec: number }> {
+  const info = await admin.info('commandstats');
+  let calls = 0;
+  let usec = 0;
+  for (const m of info.matchAll(/^cmdstat_(\w+):calls=(\d+),usec=(\d+)/gm)) {
+    if (m[1] === 'info' || m[1] === 'config') continue;
+    calls += Number(m[2]);
+    usec += Number(m[3]);
+  }
+  return { calls, usec };
+}
+
 async function run({ durationMs }: { durationMs: number }): Promise<BenchRow[]> {
   const server = await new RedisServer().start();
   const clients: Redis[] = [];
@@ -81,13 +94,18 @@ async function run({ durationMs }: { durationMs: number }): Promise<BenchRow[]> 
     await warm.close();
     const names = impls.map((i) => i.impl);
     const byName = new Map(impls.map((i) => [i.impl, i.make]));
+    const admin = client();
     const solo = await interleaved(names, async (impl) => {
       const one = await byName.get(impl)!(client(), `solo:${impl}`);
+      await admin.config('RESETSTAT');
       const r = await timeLoop(async () => (await one.acquire())(), durationMs);
+      const server = await serverCost(admin);
       await one.close();
-      return r;
+      return { ...r, serverUsPerCycle: server.usec / r.count, callsPerCycle: server.calls / r.count };
     }, (r) => r.opsPerSec);
-    for (const [impl, { median: r, keys }] of solo) rows.push({ group: 'redis lock', scenario: 'uncontended acquire+release', impl, opsPerSec: r.opsPerSec, p50Ms: r.p50Ms, p99Ms: r.p99Ms, notes: spread(keys, 'ops/s') });
+    for (const [impl, { median: r, keys }] of solo) {
+      rows.push({ group: 'redis lock', scenario: 'uncontended acquire+release', impl, opsPerSec: r.opsPerSec, p50Ms: r.p50Ms, p99Ms: r.p99Ms, notes: notes(`server: ${r.callsPerCycle.toFixed(2)} commands, ${r.serverUsPerCycle.toFixed(1)} µs per cycle`, spread(keys, 'ops/s')) });
+    }
     const ten = await interleaved(names, async (impl) => {
       const contenders = await Promise.all(Array.from({ length: 10 }, () => byName.get(impl)!(client(), `ten:${impl}`)));
       const c = await contend(contenders.map((x) => x.acquire), durationMs);
