@@ -29,7 +29,13 @@ for (const f of files) {
   for (const c of mod.cases) {
     if (filters.length > 0 && !filters.some((w) => c.group.includes(w))) continue;
     console.error(`bench: ${c.group} …`);
-    rows.push(...(await c.run({ durationMs })));
+    try {
+      rows.push(...(await c.run({ durationMs })));
+    } catch (e) {
+      // One failing group must not lose the others' figures: its failure is a row of its own.
+      console.error(`bench: ${c.group} failed:`, e);
+      rows.push({ group: c.group, scenario: 'FAILED', impl: '-', notes: String(e instanceof Error ? e.message : e).replace(/\|/g, '/').slice(0, 300) });
+    }
   }
 }
 const minutes = ((performance.now() - started) / 60_000).toFixed(1);

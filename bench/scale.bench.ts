@@ -40,10 +40,15 @@ async function batched<T>(n: number, width: number, make: (i: number) => Promise
   return out;
 }
 
-async function until(check: () => Promise<boolean>, what: string, timeoutMs = 120_000): Promise<void> {
+async function until(check: () => Promise<boolean>, what: string, progress: () => Promise<string>, timeoutMs = 120_000): Promise<void> {
   const end = performance.now() + timeoutMs;
+  let report = performance.now() + 10_000;
   while (!(await check())) {
-    if (performance.now() > end) throw new Error(`scale: ${what} not reached within ${timeoutMs} ms`);
+    if (performance.now() > end) throw new Error(`scale: ${what} not reached within ${timeoutMs} ms (${await progress()})`);
+    if (performance.now() > report) {
+      console.error(`bench scale: waiting for ${what}: ${await progress()}`);
+      report += 10_000;
+    }
     await sleep(10);
   }
 }
@@ -98,7 +103,7 @@ async function zkElection(zk: ZooKeeperServer, n: number): Promise<Figures> {
     const failed = { n: 0 };
     const elected = campaigns(latches, failed);
     for (const e of elected) e.catch(() => undefined);
-    await until(async () => (await zkTotalWatches(zk)) - watches0 >= n - 1 - failed.n, `${n - 1} latch watches`);
+    await until(async () => (await zkTotalWatches(zk)) - watches0 >= n - 1 - failed.n, `${n - 1} latch watches`, async () => `${(await zkTotalWatches(zk)) - watches0} watches, ${failed.n} failed`);
     const queueMs = msSince(t0);
     const bytes = (heap() - before) / (n - 1);
     const watches = (await zkTotalWatches(zk)) - watches0;
@@ -119,20 +124,31 @@ async function zkElection(zk: ZooKeeperServer, n: number): Promise<Figures> {
   }
 }
 
+async function keyCount(client: Etcd3, name: string): Promise<number> {
+  return (await client.getAll().prefix(`${name}/`).keys()).length;
+}
+
 async function etcdWatchers(etcd: EtcdServer): Promise<number> {
   const { body } = await httpRequest(etcd.clientPort, '/metrics', { timeoutMs: 5000 });
   return Number(/^etcd_debugging_mvcc_watcher_total (\d+)/m.exec(body)?.[1] ?? NaN);
 }
 
-/** n participants in one etcd election: the leader in a worker (TTL 2 s), n − 1 here on one client. */
-async function etcdElectionScale(etcd: EtcdServer, client: Etcd3, n: number): Promise<Figures> {
+/**
+ * n participants in one etcd election: the leader in a worker (TTL 2 s), n − 1 here on `clients`
+ * (participant i on client i mod clients.length). etcd3 attaches a client's watchers one at a
+ * time, each waiting for etcd's 'created' reply, and with 2,000 watchers and 1,000 keepalive
+ * streams on one client that queue crawled (~7 watchers/s on this loaded machine): 50
+ * participants per client.
+ */
+async function etcdElectionScale(etcd: EtcdServer, clients: Etcd3[], n: number): Promise<Figures> {
+  const client = clients[0]!;
   const name = `scale/election-${++seq}`;
   const leader: WorkerHandle = await spawnWorker(join(fixtures, 'etcd', 'fixtures', 'candidate.ts'), ['elect', etcd.endpoints.join(','), name, String(LEADER_SESSION_MS / 1000)], { env: { TENURE_OPTS: JSON.stringify({ once: true }) } });
   let sessions: EtcdSession[] = [];
   try {
     await leader.waitFor('elected');
     const before = heap();
-    sessions = await batched(n - 1, 50, () => etcdSessionOn(client, FOLLOWER_SESSION_MS / 1000));
+    sessions = await batched(n - 1, 50, (i) => etcdSessionOn(clients[i % clients.length]!, FOLLOWER_SESSION_MS / 1000));
     const watchers0 = await etcdWatchers(etcd);
     const t0 = process.hrtime.bigint();
     const elections = sessions.map((s, i) => etcdElection(s, name, `p${i}`));
@@ -140,8 +156,21 @@ async function etcdElectionScale(etcd: EtcdServer, client: Etcd3, n: number): Pr
     const elected = campaigns(elections, failed);
     for (const e of elected) e.catch(() => undefined);
     // Each waiter watches its predecessor and its own key: 2 per participant once all queued.
-    await until(async () => (await etcdWatchers(etcd)) - watchers0 >= 2 * (n - 1 - failed.n), `${2 * (n - 1)} etcd watchers`);
-    const queueMs = msSince(t0);
+    // Queued = every key is in and the server's watcher count reached 2 per waiter, or (a few
+    // short) stopped rising for 2 s; the time is that of the last rise.
+    let seen = 0;
+    let lastRise = process.hrtime.bigint();
+    await until(
+      async () => {
+        const w = (await etcdWatchers(etcd)) - watchers0;
+        if (w > seen) [seen, lastRise] = [w, process.hrtime.bigint()];
+        const keysIn = (await keyCount(client, name)) >= n - failed.n;
+        return keysIn && (w >= 2 * (n - 1 - failed.n) || Number(process.hrtime.bigint() - lastRise) / 1e6 > 2000);
+      },
+      `${2 * (n - 1)} etcd watchers`,
+      async () => `${(await etcdWatchers(etcd)) - watchers0} watchers, ${await keyCount(client, name)} keys, ${failed.n} failed`,
+    );
+    const queueMs = Number(lastRise - t0) / 1e6;
     const bytes = (heap() - before) / (n - 1);
     const watches = (await etcdWatchers(etcd)) - watchers0;
     const wake0 = elections.reduce((a, e) => a + e.wakeUps(), 0);
@@ -186,12 +215,14 @@ async function run(): Promise<BenchRow[]> {
   const rows: BenchRow[] = [];
   const zk = await new ZooKeeperServer().start();
   const etcd = await new EtcdServer().start();
-  const client = createEtcdClient({ hosts: etcd.endpoints });
+  const clients = Array.from({ length: Math.ceil(N / 50) }, () => createEtcdClient({ hosts: etcd.endpoints }));
+  const client = clients[0]!;
   try {
     for (const [group, measure] of [
       ['scale: ZooKeeper LeaderLatch', (n: number) => zkElection(zk, n)],
-      ['scale: etcd EtcdElection', (n: number) => etcdElectionScale(etcd, client, n)],
+      ['scale: etcd EtcdElection', (n: number) => etcdElectionScale(etcd, clients, n)],
     ] as const) {
+      if (process.env.TENURE_SCALE_ONLY && !group.includes(process.env.TENURE_SCALE_ONLY)) continue;
       const sizes = [`${N} participants`, '2 participants'];
       const r = await interleaved(sizes, (size) => measure(Number(size.split(' ')[0])), (f) => f.failoverMs);
       const big = r.get(sizes[0]!)!;
@@ -230,7 +261,7 @@ async function run(): Promise<BenchRow[]> {
     });
     rows.push({ group: 'scale: etcd EtcdMutex', scenario: `${WAITERS} waiters: wake-ups per release`, impl: 'tenure', notes: `${etcdWake.toFixed(2)} (predecessor deletions seen / grants)` });
   } finally {
-    client.close();
+    for (const c of clients) c.close();
     await Promise.all([zk.stop(), etcd.stop()]);
   }
   return rows;
