@@ -1,5 +1,8 @@
 import { AcquireTimeoutError, ConfigError } from './errors.js';
 
+/** The longest delay a Node timer takes (larger values fire at once). */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /**
  * AbortSignal helpers used wherever a wait can happen: check first, reject with `signal.reason`,
  * listeners added `{ once: true }` and removed in `finally`.
@@ -16,7 +19,7 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     const timer = setTimeout(() => {
       signal?.removeEventListener('abort', onAbort);
       resolve();
-    }, Math.max(0, ms));
+    }, Math.min(MAX_TIMER_MS, Math.max(0, ms)));
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 }
@@ -63,8 +66,9 @@ export interface WaitScope {
  */
 export function waitScope(what: string, options: { signal?: AbortSignal | undefined; timeoutMs?: number | undefined } = {}): WaitScope {
   const { signal, timeoutMs } = options;
-  if (timeoutMs !== undefined && (typeof timeoutMs !== 'number' || !(timeoutMs >= 0) || !Number.isFinite(timeoutMs))) {
-    throw new ConfigError('timeoutMs', `must be a finite number ≥ 0, got ${String(timeoutMs)}`);
+  // Node fires a timer of 2^31 ms or more at once: a bound that large would end the wait at once.
+  if (timeoutMs !== undefined && (typeof timeoutMs !== 'number' || !(timeoutMs >= 0) || timeoutMs > MAX_TIMER_MS)) {
+    throw new ConfigError('timeoutMs', `must be a number of ms in 0..${MAX_TIMER_MS}, got ${String(timeoutMs)}`);
   }
   if (signal !== undefined && !(signal instanceof AbortSignal)) {
     throw new ConfigError('signal', 'must be an AbortSignal');

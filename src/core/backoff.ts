@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import { ExponentialBackoff, type IBackoff } from 'cockatiel';
 import { sleep } from './abort.js';
 import { ConfigError } from './errors.js';
@@ -54,14 +55,23 @@ export interface RetryOptions extends BackoffOptions {
   signal: AbortSignal;
   /** Whether an error is worth another try (errors that can never succeed are not). */
   retryable: (e: unknown) => boolean;
+  /**
+   * Stops retrying once failures have gone on this long (the store is down, not blinking), and
+   * rejects with the last error. @default no limit
+   */
+  giveUpAfterMs?: number;
   /** Called before each pause, e.g. to log at debug. */
   onRetry?: (e: unknown, delayMs: number) => void;
 }
 
-/** Runs `op` until it succeeds, a non-retryable error, or `signal` aborts; pauses through {@link Backoff}. */
+/**
+ * Runs `op` until it succeeds, a non-retryable error, `giveUpAfterMs` of failures, or `signal`
+ * aborts; pauses through {@link Backoff}.
+ */
 export async function retryUntil<T>(op: (attempt: number) => Promise<T>, options: RetryOptions): Promise<T> {
-  const { signal, retryable, onRetry } = options;
+  const { signal, retryable, onRetry, giveUpAfterMs } = options;
   let backoff: Backoff | undefined;
+  let failingSince: number | undefined;
   for (let attempt = 0; ; attempt++) {
     signal.throwIfAborted();
     try {
@@ -69,6 +79,8 @@ export async function retryUntil<T>(op: (attempt: number) => Promise<T>, options
     } catch (e) {
       if (signal.aborted) throw signal.reason;
       if (!retryable(e)) throw e;
+      failingSince ??= performance.now();
+      if (giveUpAfterMs !== undefined && performance.now() - failingSince >= giveUpAfterMs) throw e;
       backoff ??= new Backoff({ initialMs: options.initialMs ?? 50, maxMs: options.maxMs ?? 500 });
       const ms = backoff.next();
       onRetry?.(e, ms);

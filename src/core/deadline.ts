@@ -1,4 +1,5 @@
 import type { Clock } from './clock.js';
+import { MAX_TIMER_MS } from './abort.js';
 import { ConfigError } from './errors.js';
 import { optionalNumber } from './validate.js';
 
@@ -10,8 +11,6 @@ import { optionalNumber } from './validate.js';
  * lease and grant it to someone else — however late the acknowledgement arrived.
  */
 
-/** The longest delay a Node timer takes (larger values fire at once: Node's timer overflow). */
-export const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** A validated TTL and safety margin. */
 export interface LeaseTiming {

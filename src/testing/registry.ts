@@ -76,6 +76,15 @@ function alive(pid: number): boolean {
 
 /** Sends `sig` to the process group led by `pid` (or to `pid` alone when it leads none). */
 export function signalGroup(pid: number, sig: NodeJS.Signals): void {
+  // Postgres backends call setsid(): they leave the server's process group, so the group alone
+  // would SIGSTOP the postmaster and leave every backend answering. Signal the descendants too.
+  for (const child of descendants(pid)) {
+    try {
+      process.kill(child, sig);
+    } catch {
+      // already gone
+    }
+  }
   try {
     process.kill(-pid, sig);
   } catch {
@@ -85,6 +94,39 @@ export function signalGroup(pid: number, sig: NodeJS.Signals): void {
       // already gone
     }
   }
+}
+
+/** Every live descendant of `pid` (from /proc; empty where there is none). */
+function descendants(pid: number): number[] {
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return [];
+  }
+  const parent = new Map<number, number>();
+  for (const e of entries) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      // /proc/<pid>/stat: "pid (comm) state ppid …"; comm may hold spaces and parentheses.
+      const stat = readFileSync(`/proc/${e}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      parent.set(Number(e), ppid);
+    } catch {
+      // exited meanwhile
+    }
+  }
+  const out: number[] = [];
+  const walk = (p: number): void => {
+    for (const [child, pp] of parent) {
+      if (pp === p) {
+        out.push(child);
+        walk(child);
+      }
+    }
+  };
+  walk(pid);
+  return out;
 }
 
 function killGroupSync(pid: number): void {

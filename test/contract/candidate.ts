@@ -17,6 +17,12 @@ export interface CandidateBackend {
   participants(name: string): Promise<number>;
   /** The TTL the candidates run with (for the fake-clock step). */
   ttlMs: number;
+  /**
+   * How much later than its successor's election a holder may hear of a loss from outside (0:
+   * never later). Redis has no change feed for a key deleted under its holder: the holder hears
+   * it from the successor's grant announcement, sent in the same script that grants.
+   */
+  lossNoticeSlackMs?: number;
   /** Closes what `make` opened. */
   cleanup(): Promise<void>;
 }
@@ -96,6 +102,22 @@ export function candidateContract(kind: string, backend: () => CandidateBackend)
       expect(second.fence).toBeGreaterThan(first.fence);
       expect((await x.leader())?.id).toBe('x');
       await x.close();
+    });
+
+    it('a leader whose term is ended from outside hears it no later than the next leader is elected', async () => {
+      const b = backend();
+      const name = fresh();
+      const [x, y] = [await b.make(name, 'x'), await b.make(name, 'y')];
+      const tx = await x.campaign({ timeoutMs: WAIT });
+      let xHeard = Infinity;
+      tx.signal.addEventListener('abort', () => (xHeard = performance.now()), { once: true });
+      const elected = y.campaign({ timeoutMs: WAIT }).then((t) => ({ t, at: performance.now() }));
+      await new Promise((r) => setTimeout(r, 200)); // y is queued
+      await b.loseFromOutside(x, tx);
+      const { at } = await elected;
+      await aborted(tx.signal);
+      expect(xHeard - at, `x heard ${Math.round(xHeard - at)} ms after y was elected`).toBeLessThanOrEqual(b.lossNoticeSlackMs ?? 0);
+      await Promise.all([x.close(), y.close()]);
     });
 
     it('observe() shows the leader, then the failover to the next candidate when the leader loses its term', async () => {

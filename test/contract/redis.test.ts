@@ -21,6 +21,7 @@ afterAll(async () => {
 
 candidateContract('Redis RedisElection', () => ({
   ttlMs: 2000,
+  lossNoticeSlackMs: 50,
   async make(name, id, clock) {
     return new RedisElection(redis, name, { id, ttlMs: 2000, keyPrefix: prefix, retryMaxMs: 200, observeIntervalMs: 200, ...(clock ? { clock } : {}) });
   },

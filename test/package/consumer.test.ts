@@ -97,7 +97,7 @@ export type T = Term;
     execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', dir], { cwd: dir, encoding: 'utf8' });
     const script = `for (const p of ['tenure', 'tenure/zk', 'tenure/etcd', 'tenure/redis', 'tenure/postgres', 'tenure/testing']) { const m = await import(p); if (Object.keys(m).length === 0) throw new Error(p); } console.log('ok');`;
     expect(execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: dir, encoding: 'utf8' }).trim()).toBe('ok');
-  });
+  }, 180_000);
 
   it('a backend entry imported without its client package fails with a MissingPeerError naming the package', () => {
     const dir = project('bare', runtime);

@@ -79,6 +79,18 @@ export function createEtcdClient(options: EtcdClientOptions): Etcd3 {
     },
   });
   endpoints.set(client, describeHosts(hosts)!);
+  // etcd3's close() closes the gRPC channels but leaves a watch stream open until the server
+  // confirms the last watcher's cancel — on a blackholed link, never, and the open HTTP/2 session
+  // keeps the process alive. Closing a tenure client cancels the stream too.
+  const close = client.close.bind(client);
+  client.close = () => {
+    try {
+      (client as unknown as { watchManager?: { stream?: { cancel(): void } } }).watchManager?.stream?.cancel();
+    } catch {
+      // no stream
+    }
+    close();
+  };
   return client;
 }
 

@@ -115,6 +115,9 @@ export class KeepAliveLoop {
     if (!s) return;
     s.on('error', () => undefined);
     try {
+      // Cancel, not only end: a half-closed stream on a silent link keeps its HTTP/2 session (and
+      // the process) alive until the server answers, which may be never.
+      s.cancel();
       s.end();
     } catch {
       // already broken

@@ -24,14 +24,17 @@ export function prefixEnd(prefix: Buffer): Buffer {
 }
 
 /**
- * Runs a txn, retrying transport errors through the backoff policy until `signal` aborts; a
- * refusal (permission denied, request too large) is not retried and rejects as a tenure error.
+ * Runs a txn, retrying transport errors through the backoff policy until `signal` aborts or the
+ * failures have lasted the session's `callTimeoutMs` (then StoreUnavailableError: etcd is down
+ * or unreachable, not blinking); a refusal (permission denied, request too large) is not retried
+ * and rejects as a tenure error at once.
  */
 export async function retryingTxn(session: EtcdSession, req: ITxnRequest, signal: AbortSignal, what: string): Promise<ITxnResponse> {
   try {
     return await retryUntil(() => session.client.kv.txn(req, callWithin(ATTEMPT_MS)), {
       signal,
       retryable: retryableEtcdError,
+      giveUpAfterMs: session.callTimeoutMs,
       onRetry: (e) => session.logger.debug({ err: e }, `${what}: etcd call failed; retrying`),
     });
   } catch (e) {

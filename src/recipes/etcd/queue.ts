@@ -186,7 +186,16 @@ export class RevisionQueue {
    * when the caller aborted. With `tryOnly`, resolves undefined when anyone is ahead.
    */
   async acquire(value: Buffer, signal: AbortSignal, opts: { tryOnly?: boolean } = {}): Promise<{ slot: Slot; fence: bigint } | undefined> {
-    const epoch = await this.session.live(signal, this.what);
+    try {
+      return await this.#acquireOn(await this.session.live(signal, this.what), value, signal, opts);
+    } catch (e) {
+      // The lease was revoked before a keepalive could tell the session: it is lost; go again on a new one.
+      if (!(e instanceof SessionExpiredError && e.cause instanceof etcd3.EtcdLeaseInvalidError)) throw e;
+      return this.#acquireOn(await this.session.live(signal, this.what), value, signal, opts);
+    }
+  }
+
+  async #acquireOn(epoch: LeaseEpoch, value: Buffer, signal: AbortSignal, opts: { tryOnly?: boolean }): Promise<{ slot: Slot; fence: bigint } | undefined> {
     const key = `${this.name}/${epoch.leaseIdHex}`;
     const keyBuf = Buffer.from(key);
     const token = this.session.claimKey(key, this.what);
@@ -222,10 +231,11 @@ export class RevisionQueue {
       return { slot, fence };
     } catch (e) {
       watch?.stop();
+      if (e instanceof SessionExpiredError && e.cause instanceof etcd3.EtcdLeaseInvalidError) epoch.lose('expired', `etcd session: lease ${epoch.leaseId} was revoked`);
       if (slot) await this.#undo(slot);
       else this.session.freeKey(key, token);
       if (signal.aborted) throw signal.reason;
-      if (epoch.signal.aborted) throw this.session.expiredError(this.what, epoch);
+      if (epoch.signal.aborted && !(e instanceof SessionExpiredError && e.cause instanceof etcd3.EtcdLeaseInvalidError)) throw this.session.expiredError(this.what, epoch);
       if (watch?.gone.aborted) throw watch.gone.reason;
       throw e;
     }
@@ -267,7 +277,15 @@ export class RevisionQueue {
         }
       },
     });
+    // The holder watches its own key from just after its claim, so a key deleted or a lease revoked
+    // from outside ends its lease as soon as the next holder can be woken by the same deletion, not
+    // a keepalive later. Starting at fence + 1 misses no event and, when no write came in between,
+    // is a synced watch (no catch-up delay); nothing on the acquire path waits for it.
+    const own = this.session.client.watch().key(slot.keyBuf).startRevision(String(fence + 1n)).only('delete').watcher();
+    own.on('delete', () => ctl.lose('expired', undefined, `${this.what}: own key ${slot.key} was deleted (lease revoked or key removed)`));
+    own.on('error', () => undefined); // the session's keepalive and deadline still cover a lost lease
     const onLost = (): void => {
+      void own.cancel().catch(() => undefined);
       const reason: unknown = ctl.lease.signal.reason;
       // Lost, not released: the session lease is gone (or the key is); nothing left to delete.
       if (!(reason instanceof LeaseLostError && reason.reason === 'released')) end();

@@ -28,7 +28,11 @@ export interface EtcdSessionOptions {
   safetyMarginMs?: number;
   /** Resume this existing lease (decimal string or bigint) instead of granting one. */
   leaseId?: string | bigint;
-  /** Deadline for the grant, resume and revoke calls in ms. @default 5000 */
+  /**
+   * Bound on every call to etcd in ms: the grant, resume and revoke calls, and how long a
+   * recipe's calls keep retrying transport errors before they reject with StoreUnavailableError.
+   * @default 5000
+   */
   callTimeoutMs?: number;
   /** @default the monotonic clock */
   clock?: Clock;
@@ -57,8 +61,9 @@ export class EtcdSession implements AsyncDisposable {
   readonly safetyMarginMs: number;
   readonly clock: Clock;
   readonly logger: Logger;
+  /** Bound on every call to etcd (see {@link EtcdSessionOptions.callTimeoutMs}). */
+  readonly callTimeoutMs: number;
   readonly #ownsClient: boolean;
-  readonly #callTimeoutMs: number;
   #epoch!: LeaseEpoch;
   #granting: Promise<LeaseEpoch> | undefined;
   readonly #final = new AbortController();
@@ -85,7 +90,7 @@ export class EtcdSession implements AsyncDisposable {
     this.ttlMs = timing.ttlMs;
     this.safetyMarginMs = timing.safetyMarginMs;
     if (o.leaseId !== undefined && !/^[1-9][0-9]{0,18}$/.test(String(o.leaseId))) throw new ConfigError('leaseId', `must be a positive integer, got ${String(o.leaseId)}`);
-    this.#callTimeoutMs = optionalNumber('callTimeoutMs', o.callTimeoutMs, 5000, { integer: true, min: 1, max: 2 ** 31 - 1 });
+    this.callTimeoutMs = optionalNumber('callTimeoutMs', o.callTimeoutMs, 5000, { integer: true, min: 1, max: 2 ** 31 - 1 });
     this.clock = optionalClock(o.clock);
     this.logger = optionalLogger(o.logger, { name: 'etcd-session' });
     this.#ownsClient = o.client === undefined;
@@ -156,7 +161,7 @@ export class EtcdSession implements AsyncDisposable {
         this.#granting = undefined;
         if (this.#final.signal.aborted) {
           epoch.lose('closed', 'session closed');
-          this.client.leaseClient.leaseRevoke({ ID: epoch.leaseId }, callWithin(this.#callTimeoutMs)).catch(() => undefined);
+          this.client.leaseClient.leaseRevoke({ ID: epoch.leaseId }, callWithin(this.callTimeoutMs)).catch(() => undefined);
         } else {
           this.#epoch = epoch;
         }
@@ -201,7 +206,7 @@ export class EtcdSession implements AsyncDisposable {
       epoch?.lose('closed', 'session closed');
       if (revoke) {
         try {
-          await this.client.leaseClient.leaseRevoke({ ID: epoch.leaseId }, callWithin(this.#callTimeoutMs));
+          await this.client.leaseClient.leaseRevoke({ ID: epoch.leaseId }, callWithin(this.callTimeoutMs));
         } catch (e) {
           this.logger.debug({ err: e, leaseId: epoch.leaseId }, 'etcd session: revoke failed (the lease will expire by its TTL)');
         }
@@ -240,12 +245,12 @@ export class EtcdSession implements AsyncDisposable {
     let id: string;
     let ttlSeconds: number;
     if (resume === undefined) {
-      const res = await this.client.leaseClient.leaseGrant({ TTL: this.ttlMs / 1000, ID: 0 }, callWithin(this.#callTimeoutMs));
+      const res = await this.client.leaseClient.leaseGrant({ TTL: this.ttlMs / 1000, ID: 0 }, callWithin(this.callTimeoutMs));
       id = String(res.ID);
       ttlSeconds = Number(res.TTL);
     } else {
       id = String(resume);
-      const res = await this.client.leaseClient.leaseTimeToLive({ ID: id }, callWithin(this.#callTimeoutMs));
+      const res = await this.client.leaseClient.leaseTimeToLive({ ID: id }, callWithin(this.callTimeoutMs));
       ttlSeconds = Number(res.TTL);
       if (!(ttlSeconds > 0)) throw new SessionExpiredError(`etcd session: lease ${id} to resume does not exist`);
     }

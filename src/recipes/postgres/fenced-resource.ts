@@ -1,9 +1,21 @@
 import type { Pool, PoolClient } from 'pg';
-import { StaleFenceError } from '../../core/errors.js';
-import { requireString } from '../../core/validate.js';
+import { ConfigError, StaleFenceError, TenureError } from '../../core/errors.js';
+import { optionalNumber, requireFunction, requireOptions, requireString } from '../../core/validate.js';
+import { connectWithin, pgEndpoint, queryWithin } from './errors.js';
+
+const MAX_BIGINT = 2n ** 63n - 1n;
 import { ensureSchema } from './schema.js';
 import { requirePool } from './session-lock.js';
 import { requireFence, type FencedResource } from '../../core/fencing.js';
+
+export interface PostgresFencedResourceOptions {
+  /**
+   * Bound in ms on taking a connection and on each statement of the fence check: past it the
+   * write rejects with StoreUnavailableError (nothing commits). Your own statements are yours to
+   * bound. @default 5000
+   */
+  callTimeoutMs?: number;
+}
 
 /**
  * A {@link FencedResource} in Postgres: `write(fence, async (tx) => …)` runs your statements in
@@ -20,37 +32,46 @@ import { requireFence, type FencedResource } from '../../core/fencing.js';
 export class PostgresFencedResource implements FencedResource<PoolClient> {
   readonly name: string;
   readonly #pool: Pool;
+  readonly #callTimeoutMs: number;
 
-  constructor(pool: Pool, resource: string) {
+  /** @param resource the resource's name (its row in `tenure_fence`). */
+  constructor(pool: Pool, resource: string, options?: PostgresFencedResourceOptions) {
     this.#pool = requirePool(pool);
     this.name = requireString('resource', resource, { maxLength: 1000 });
+    this.#callTimeoutMs = optionalNumber('callTimeoutMs', requireOptions('options', options).callTimeoutMs, 5000, { integer: true, min: 1, max: 2 ** 31 - 1 });
   }
 
   async write<T>(fence: bigint, fn: (tx: PoolClient) => T | Promise<T>): Promise<T> {
     requireFence(fence);
-    await ensureSchema(this.#pool);
-    const client = await this.#pool.connect();
+    if (fence > MAX_BIGINT) throw new ConfigError('fence', `must fit a Postgres bigint (at most ${MAX_BIGINT}), got ${fence}`);
+    requireFunction('fn', fn);
+    await ensureSchema(this.#pool, { callTimeoutMs: this.#callTimeoutMs });
+    const client = await connectWithin(this.#pool, this.#callTimeoutMs, `fenced write to ${this.name}`);
     let broken: Error | undefined;
     const onError = (e: Error): void => void (broken = e);
     client.on('error', onError);
+    // Past the bound the connection is destroyed on release (its transaction rolls back).
+    const bound = <R>(q: Promise<R>): Promise<R> => queryWithin(q, this.#callTimeoutMs, `fenced write to ${this.name}`, pgEndpoint(this.#pool), () => (broken ??= new TenureError('postgres: no answer in time')));
     try {
-      await client.query('BEGIN');
-      const r = await client.query(
-        `INSERT INTO tenure_fence (resource, fence) VALUES ($1, $2)
-         ON CONFLICT (resource) DO UPDATE SET fence = EXCLUDED.fence WHERE tenure_fence.fence <= EXCLUDED.fence
-         RETURNING fence`,
-        [this.name, fence.toString()],
+      await bound(client.query('BEGIN'));
+      const r = await bound(
+        client.query(
+          `INSERT INTO tenure_fence (resource, fence) VALUES ($1, $2)
+           ON CONFLICT (resource) DO UPDATE SET fence = EXCLUDED.fence WHERE tenure_fence.fence <= EXCLUDED.fence
+           RETURNING fence`,
+          [this.name, fence.toString()],
+        ),
       );
       if (r.rowCount === 0) {
-        const h = await client.query('SELECT fence::text AS fence FROM tenure_fence WHERE resource = $1', [this.name]);
-        await client.query('ROLLBACK');
+        const h = await bound(client.query('SELECT fence::text AS fence FROM tenure_fence WHERE resource = $1', [this.name]));
+        await bound(client.query('ROLLBACK'));
         throw new StaleFenceError(fence, BigInt((h.rows[0]?.fence as string | undefined) ?? '0'), this.name);
       }
       const value = await fn(client);
-      await client.query('COMMIT');
+      await bound(client.query('COMMIT'));
       return value;
     } catch (e) {
-      if (!(e instanceof StaleFenceError)) await client.query('ROLLBACK').catch((err: Error) => (broken ??= err));
+      if (!(e instanceof StaleFenceError) && !broken) await bound(client.query('ROLLBACK')).catch((err: Error) => (broken ??= err));
       throw e;
     } finally {
       client.off('error', onError);
@@ -59,8 +80,8 @@ export class PostgresFencedResource implements FencedResource<PoolClient> {
   }
 
   async highestFence(): Promise<bigint> {
-    await ensureSchema(this.#pool);
-    const r = await this.#pool.query('SELECT fence::text AS fence FROM tenure_fence WHERE resource = $1', [this.name]);
+    await ensureSchema(this.#pool, { callTimeoutMs: this.#callTimeoutMs });
+    const r = await queryWithin(this.#pool.query('SELECT fence::text AS fence FROM tenure_fence WHERE resource = $1', [this.name]), this.#callTimeoutMs, `highestFence of ${this.name}`, pgEndpoint(this.#pool));
     return BigInt((r.rows[0]?.fence as string | undefined) ?? '0');
   }
 }

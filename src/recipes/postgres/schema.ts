@@ -1,4 +1,6 @@
 import type { Pool } from 'pg';
+import { optionalNumber, requireOptions } from '../../core/validate.js';
+import { connectWithin, pgEndpoint, queryWithin } from './errors.js';
 import { SCHEMA_LOCK, keyArgs } from './keys.js';
 
 /**
@@ -30,16 +32,22 @@ CREATE UNLOGGED TABLE IF NOT EXISTS tenure_holder (
 const ready = new WeakMap<Pool, Promise<void>>();
 
 /**
- * Creates the schema once per pool. Concurrent `CREATE … IF NOT EXISTS` can still collide in the
+ * Creates the schema once per pool, each phase within `callTimeoutMs` (default 10 s). Concurrent `CREATE … IF NOT EXISTS` can still collide in the
  * catalog, so creation runs under a reserved advisory lock.
  */
-export function ensureSchema(pool: Pool): Promise<void> {
+export interface EnsureSchemaOptions {
+  /** Bound in ms on taking a connection and on the schema statements. @default 10000 */
+  callTimeoutMs?: number;
+}
+
+export function ensureSchema(pool: Pool, options?: EnsureSchemaOptions): Promise<void> {
+  const ms = optionalNumber('callTimeoutMs', requireOptions('options', options).callTimeoutMs, 10_000, { integer: true, min: 1, max: 2 ** 31 - 1 });
   let p = ready.get(pool);
   if (!p) {
     p = (async () => {
-      const client = await pool.connect();
+      const client = await connectWithin(pool, ms, 'ensureSchema');
       try {
-        await client.query(`BEGIN; SELECT pg_advisory_xact_lock(${keyArgs(SCHEMA_LOCK)}); ${SCHEMA_SQL} COMMIT;`);
+        await queryWithin(client.query(`BEGIN; SELECT pg_advisory_xact_lock(${keyArgs(SCHEMA_LOCK)}); ${SCHEMA_SQL} COMMIT;`), ms, 'ensureSchema', pgEndpoint(pool), () => client.release(true));
         client.release();
       } catch (e) {
         client.release(e instanceof Error ? e : true);

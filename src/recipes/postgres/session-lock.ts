@@ -8,6 +8,7 @@ import { optionalClock, optionalLogger, type Logger, type WaitOptions } from '..
 import { optionalId, optionalSignal, requireOptions } from '../../core/validate.js';
 import { advisoryKey, keyArgs, validateName, validateNamespace, DEFAULT_NAMESPACE, type AdvisoryKey } from './keys.js';
 import { ensureSchema } from './schema.js';
+import { pgEndpoint, queryWithin, toTenureError } from './errors.js';
 import { PgSession, pgTiming, type PgTiming } from './session.js';
 
 export interface PgLockOptions {
@@ -22,6 +23,13 @@ export interface PgLockOptions {
   ttlMs?: number;
   /** Must be > 0 and < 2/3 of ttlMs; only with `ttlMs`. @default ttlMs / 5 */
   safetyMarginMs?: number;
+  /**
+   * Bound in ms on every phase but the lock wait itself: taking a pool connection, a try, the
+   * unlock, `holder()`, a heartbeat. A server that is down or blackholed answers with
+   * StoreUnavailableError within it. The lock wait is bounded by `timeoutMs` / `signal`.
+   * @default 5000
+   */
+  callTimeoutMs?: number;
   /** The int4 namespace of the advisory keyspace (see keys.ts). @default 0x74656e75 ('tenu') */
   namespace?: number;
   /** @default silent */
@@ -102,8 +110,8 @@ export class PgSessionLock implements AsyncDisposable {
     const scope = waitScope(`postgres lock '${this.name}'`, { signal: o.signal ? AbortSignal.any([o.signal, this.#closing.signal]) : this.#closing.signal, timeoutMs: o.timeoutMs });
     let session: PgSession | undefined;
     try {
-      await raceSignal(ensureSchema(this.#pool), scope.signal);
-      session = await raceSignal(PgSession.create(this.#pool, this.#timing), scope.signal);
+      await raceSignal(ensureSchema(this.#pool, { callTimeoutMs: this.#timing.callTimeoutMs }), scope.signal);
+      session = await PgSession.create(this.#pool, this.#timing, scope.signal);
       const s = session;
       const sentAt = this.#timing.clock.now();
       const take = tryOnly ? `SELECT nextval('tenure_fence_seq') AS fence WHERE pg_try_advisory_lock(${keyArgs(this.#key)})` : `SELECT nextval('tenure_fence_seq') AS fence FROM (SELECT pg_advisory_lock(${keyArgs(this.#key)})) AS l`;
@@ -115,10 +123,12 @@ export class PgSessionLock implements AsyncDisposable {
          RETURNING fence::text AS fence`,
         [this.name, this.id],
       );
-      const r = await raceSignal(q, scope.signal).catch(async (e: unknown) => {
-        q.catch(() => undefined);
+      // A try answers at once, so it is bounded like any call; a wait is bounded by the caller.
+      const answered = tryOnly ? queryWithin(q, this.#timing.callTimeoutMs, `postgres lock '${this.name}': tryAcquire`, pgEndpoint(this.#pool), () => void s.close(true)) : q;
+      const r = await raceSignal(answered, scope.signal).catch(async (e: unknown) => {
+        answered.catch(() => undefined);
         if (scope.signal.aborted) await s.abandon(this.#pool);
-        throw e;
+        throw toTenureError(e, `postgres lock '${this.name}': acquire`, pgEndpoint(this.#pool));
       });
       const fence = r.rows[0]?.fence as string | undefined;
       if (fence === undefined) {
@@ -155,7 +165,8 @@ export class PgSessionLock implements AsyncDisposable {
         if (session.signal.aborted) return session.close(true);
         let unlocked = false;
         try {
-          const r = await session.query(`SELECT pg_advisory_unlock(${keyArgs(this.#key)}) AS ok`);
+          // Past the bound the connection is destroyed: the server drops the lock with it.
+          const r = await queryWithin(session.query(`SELECT pg_advisory_unlock(${keyArgs(this.#key)}) AS ok`), this.#timing.callTimeoutMs, `postgres lock '${this.name}': release`, pgEndpoint(this.#pool));
           unlocked = r.rows[0]?.ok === true;
         } finally {
           await session.close(!unlocked);
@@ -182,8 +193,8 @@ export class PgSessionLock implements AsyncDisposable {
     const o = requireOptions('options', options);
     const scope = waitScope(`postgres lock '${this.name}': holder`, { signal: optionalSignal('signal', o.signal), timeoutMs: o.timeoutMs });
     try {
-      await raceSignal(ensureSchema(this.#pool), scope.signal);
-      const r = await raceSignal(
+      await raceSignal(ensureSchema(this.#pool, { callTimeoutMs: this.#timing.callTimeoutMs }), scope.signal);
+      const r = await queryWithin(
         this.#pool.query(
           `SELECT l.pid, h.holder_id, h.fence::text AS fence FROM pg_locks l
            LEFT JOIN tenure_holder h ON h.name = $1 AND h.pid = l.pid
@@ -192,7 +203,9 @@ export class PgSessionLock implements AsyncDisposable {
            LIMIT 1`,
           [this.name, this.#key.namespace >>> 0, this.#key.key >>> 0],
         ),
-        scope.signal,
+        this.#timing.callTimeoutMs,
+        `postgres lock '${this.name}': holder`,
+        pgEndpoint(this.#pool),
       );
       const row = r.rows[0] as { pid: number; holder_id: string | null; fence: string | null } | undefined;
       if (!row) return undefined;

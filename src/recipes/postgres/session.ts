@@ -2,23 +2,28 @@ import type { Pool, PoolClient, QueryResult } from 'pg';
 import type { Clock } from '../../core/clock.js';
 import { leaseTiming, LocalDeadline } from '../../core/deadline.js';
 import { ConfigError, LeaseLostError, type LeaseLostReason } from '../../core/errors.js';
+import { optionalNumber } from '../../core/validate.js';
 import { abandonWait } from './cancel.js';
+import { connectWithin, pgEndpoint, queryWithin } from './errors.js';
 
 /** Validated timing of a Postgres lease (`ttlMs` unset: the lease lasts as long as the connection). */
 export interface PgTiming {
   readonly ttlMs: number | undefined;
   readonly safetyMarginMs: number | undefined;
   readonly clock: Clock;
+  /** Bound on every phase that is not the lock wait itself (connect, settings, unlock, heartbeat). */
+  readonly callTimeoutMs: number;
 }
 
-/** Validates `ttlMs` / `safetyMarginMs` with the one margin rule (see core's leaseTiming). */
-export function pgTiming(o: { ttlMs?: unknown; safetyMarginMs?: unknown }, clock: Clock): PgTiming {
+/** Validates `ttlMs` / `safetyMarginMs` with the one margin rule (see core's leaseTiming), and `callTimeoutMs`. */
+export function pgTiming(o: { ttlMs?: unknown; safetyMarginMs?: unknown; callTimeoutMs?: unknown }, clock: Clock): PgTiming {
+  const callTimeoutMs = optionalNumber('callTimeoutMs', o.callTimeoutMs, 5000, { integer: true, min: 1, max: 2 ** 31 - 1 });
   if (o.ttlMs === undefined) {
     if (o.safetyMarginMs !== undefined) throw new ConfigError('safetyMarginMs', 'only applies with ttlMs');
-    return { ttlMs: undefined, safetyMarginMs: undefined, clock };
+    return { ttlMs: undefined, safetyMarginMs: undefined, clock, callTimeoutMs };
   }
   const t = leaseTiming(o, { minTtlMs: 100 });
-  return { ...t, clock };
+  return { ...t, clock, callTimeoutMs };
 }
 
 /**
@@ -50,13 +55,13 @@ export class PgSession {
     client.on('end', this.#onEnd);
   }
 
-  /** Pins a client from `pool`; with `ttlMs`, arms the server-side timeout. */
-  static async create(pool: Pool, timing: PgTiming): Promise<PgSession> {
-    const client = await pool.connect();
+  /** Pins a client from `pool` (within `callTimeoutMs`); with `ttlMs`, arms the server-side timeout. */
+  static async create(pool: Pool, timing: PgTiming, signal?: AbortSignal): Promise<PgSession> {
+    const client = await connectWithin(pool, timing.callTimeoutMs, 'postgres session: connect', signal);
     const s = new PgSession(client, timing);
     if (timing.ttlMs !== undefined) {
       try {
-        await client.query(`SET idle_session_timeout = ${timing.ttlMs | 0}`);
+        await queryWithin(client.query(`SET idle_session_timeout = ${timing.ttlMs | 0}`), timing.callTimeoutMs, 'postgres session: settings', pgEndpoint(pool));
       } catch (e) {
         await s.close(true);
         throw e;
@@ -95,7 +100,7 @@ export class PgSession {
     if (this.#abort.signal.aborted || !this.#deadline || this.#deadline.expired()) return;
     const sentAt = this.#timing.clock.now();
     try {
-      await this.client.query('SELECT 1');
+      await queryWithin(this.client.query('SELECT 1'), this.#timing.callTimeoutMs, 'postgres session: heartbeat', undefined);
     } catch (e) {
       return this.#lose('renew-failed', e);
     }
@@ -137,7 +142,7 @@ export class PgSession {
   async abandon(pool: Pool): Promise<void> {
     this.#stopTimers();
     if (!this.#abort.signal.aborted) this.#abort.abort(new LeaseLostError('closed', 'postgres session abandoned'));
-    await abandonWait(pool, this.client, () => this.#return(true));
+    await abandonWait(pool, this.client, () => this.#return(true), this.#timing.callTimeoutMs);
   }
 
   /**
@@ -148,7 +153,7 @@ export class PgSession {
     this.#stopTimers();
     if (!this.#abort.signal.aborted) {
       if (!destroy && this.#timing.ttlMs !== undefined) {
-        await this.client.query('RESET idle_session_timeout').catch(() => (destroy = true));
+        await queryWithin(this.client.query('RESET idle_session_timeout'), this.#timing.callTimeoutMs, 'postgres session: reset', undefined).catch(() => (destroy = true));
       }
       this.#abort.abort(new LeaseLostError('closed', 'postgres session closed'));
     }

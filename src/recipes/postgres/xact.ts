@@ -4,6 +4,8 @@ import { LeaseController, type Lease } from '../../core/lease.js';
 import { optionalNumber, optionalSignal, requireFunction, requireOptions } from '../../core/validate.js';
 import { advisoryKey, keyArgs, validateName, validateNamespace, DEFAULT_NAMESPACE } from './keys.js';
 import { abandonWait } from './cancel.js';
+import { connectWithin, pgEndpoint, queryWithin, toTenureError } from './errors.js';
+import { raceSignal } from '../../core/abort.js';
 import { ensureSchema } from './schema.js';
 import { requirePool } from './session-lock.js';
 
@@ -31,12 +33,20 @@ export interface XactLockOptions {
   idleTimeoutMs?: number;
   /** @default 0x74656e75 ('tenu') */
   namespace?: number;
+  /**
+   * Bound in ms on every phase but the lock wait: taking a pool connection, a try, COMMIT and
+   * ROLLBACK, the cancel of an abandoned wait. With `timeoutMs`, the wait is also bounded on the
+   * client at `timeoutMs + callTimeoutMs` (a blackholed server never sends lock_timeout's error).
+   * @default 5000
+   */
+  callTimeoutMs?: number;
 }
 
 interface Prepared {
   key: string;
   name: string;
   o: XactLockOptions;
+  callTimeoutMs: number;
 }
 
 function prepare(pool: unknown, name: unknown, fn: unknown, options: unknown): Prepared {
@@ -49,14 +59,17 @@ function prepare(pool: unknown, name: unknown, fn: unknown, options: unknown): P
   if (o.timeoutMs !== undefined) optionalNumber('timeoutMs', o.timeoutMs, 0, { integer: true, min: 1, max: 2 ** 31 - 1 });
   if (o.idleTimeoutMs !== undefined) optionalNumber('idleTimeoutMs', o.idleTimeoutMs, 0, { integer: true, min: 1, max: 2 ** 31 - 1 });
   const ns = o.namespace === undefined ? DEFAULT_NAMESPACE : validateNamespace('namespace', o.namespace);
-  return { key: keyArgs(advisoryKey(n, ns)), name: n, o };
+  const callTimeoutMs = optionalNumber('callTimeoutMs', o.callTimeoutMs, 5000, { integer: true, min: 1, max: 2 ** 31 - 1 });
+  return { key: keyArgs(advisoryKey(n, ns)), name: n, o, callTimeoutMs };
 }
 
 async function run<T>(pool: Pool, p: Prepared, mode: 'wait' | 'try', fn: (ctx: XactLockContext) => Promise<T> | T): Promise<{ acquired: true; value: T } | { acquired: false }> {
-  const { o } = p;
+  const { o, callTimeoutMs } = p;
+  const what = `postgres xact lock '${p.name}'`;
+  const endpoint = pgEndpoint(pool);
   o.signal?.throwIfAborted();
-  await ensureSchema(pool);
-  const client = await pool.connect();
+  await raceSignal(ensureSchema(pool, { callTimeoutMs }), o.signal);
+  const client = await connectWithin(pool, callTimeoutMs, `${what}: connect`, o.signal);
   let destroy: Error | undefined;
   let returned = false;
   const giveBack = (err?: Error): void => {
@@ -74,7 +87,7 @@ async function run<T>(pool: Pool, p: Prepared, mode: 'wait' | 'try', fn: (ctx: X
   const onAbort = (): void => {
     if (controller) return; // holding: the caller's signal does not end a transaction
     destroy = new TenureError('postgres xact lock: acquire aborted');
-    abandoned = abandonWait(pool, client, giveBack);
+    abandoned = abandonWait(pool, client, giveBack, callTimeoutMs);
   };
   client.on('error', onError);
   client.on('end', onEnd);
@@ -90,23 +103,33 @@ async function run<T>(pool: Pool, p: Prepared, mode: 'wait' | 'try', fn: (ctx: X
         ? `SELECT pg_advisory_xact_lock(${p.key}), nextval('tenure_fence_seq')::text AS fence`
         : `SELECT CASE WHEN pg_try_advisory_xact_lock(${p.key}) THEN nextval('tenure_fence_seq')::text END AS fence`;
     open = true;
+    // Destroying the connection ends the server's side too (the transaction rolls back).
+    const cut = (): void => {
+      destroy ??= new TenureError(`${what}: no answer from the server in time`);
+      client.on('error', () => undefined);
+      giveBack(destroy);
+    };
     let results;
     try {
-      results = await client.query(`BEGIN; ${settings} ${take}`);
+      const q = client.query(`BEGIN; ${settings} ${take}`);
+      // A try answers at once; a wait with timeoutMs is also bounded here, for a server that cannot say lock_timeout.
+      const bound = mode === 'try' ? callTimeoutMs : o.timeoutMs === undefined ? undefined : o.timeoutMs + callTimeoutMs;
+      results = bound === undefined ? await q : await queryWithin(q, bound, what, endpoint, cut);
     } catch (e) {
       if (o.signal?.aborted) {
         await abandoned;
         throw o.signal.reason;
       }
-      if ((e as { code?: string }).code === '55P03' && o.timeoutMs !== undefined) {
-        throw new AcquireTimeoutError(o.timeoutMs, `postgres xact lock '${p.name}'`);
+      const sqlstate = (e as { code?: unknown; cause?: { code?: unknown } }).cause?.code ?? (e as { code?: unknown }).code;
+      if (sqlstate === '55P03' && o.timeoutMs !== undefined) {
+        throw new AcquireTimeoutError(o.timeoutMs, what);
       }
-      throw e;
+      throw toTenureError(e, what, endpoint);
     }
     const last = Array.isArray(results) ? results[results.length - 1] : results;
     const fence = last?.rows[0]?.fence as string | null | undefined;
     if (fence === null || fence === undefined) {
-      await client.query('ROLLBACK');
+      await queryWithin(client.query('ROLLBACK'), callTimeoutMs, `${what}: rollback`, endpoint, cut);
       open = false;
       return { acquired: false };
     }
@@ -115,11 +138,11 @@ async function run<T>(pool: Pool, p: Prepared, mode: 'wait' | 'try', fn: (ctx: X
     const lease = controller.lease;
     const value = await fn({ client, fence: lease.fence, signal: lease.signal, lease });
     if (lease.signal.aborted) throw lease.signal.reason; // the connection died: nothing committed
-    await client.query('COMMIT');
+    await queryWithin(client.query('COMMIT'), callTimeoutMs, `${what}: commit`, endpoint, cut);
     open = false;
     return { acquired: true, value };
   } catch (e) {
-    if (open && !destroy) await client.query('ROLLBACK').catch((err: Error) => (destroy = err));
+    if (open && !destroy) await queryWithin(client.query('ROLLBACK'), callTimeoutMs, `${what}: rollback`, endpoint).catch((err: Error) => (destroy = err));
     throw e instanceof LeaseLostError || !controller?.lease.signal.aborted ? e : controller.lease.signal.reason;
   } finally {
     o.signal?.removeEventListener('abort', onAbort);

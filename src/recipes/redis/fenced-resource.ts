@@ -1,6 +1,8 @@
 import type { Redis } from 'ioredis';
 import { ConfigError, StaleFenceError } from '../../core/errors.js';
-import { requireString } from '../../core/validate.js';
+import { optionalNumber, requireFunction, requireOptions, requireString } from '../../core/validate.js';
+import { requireRedis } from './client.js';
+import { bounded } from './errors.js';
 import { runScript } from './scripts.js';
 import { requireFence, type FencedResource } from '../../core/fencing.js';
 
@@ -30,7 +32,16 @@ redis.call('HSET', KEYS[1], 'fence', f)
 return {1, f}
 `;
 
-type Op = { cmd: string; key: string; args: string[] };
+type Op = { cmd: string; key: string; args: (string | Buffer)[] };
+
+/** A command argument: a string, a finite number or a Buffer; anything else is a ConfigError (never "[object Object]"). */
+function arg(value: unknown, i: number): string | Buffer {
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' && Number.isFinite(value)) return String(value);
+  if (typeof value === 'bigint') return value.toString();
+  if (Buffer.isBuffer(value)) return value;
+  throw new ConfigError(`value[${i}]`, `must be a string, a finite number or a Buffer, got ${value === null ? 'null' : typeof value}`);
+}
 
 /**
  * What a {@link RedisFencedResource} write function receives: it queues data writes, applied
@@ -40,18 +51,19 @@ export class RedisFencedWrite {
   /** @internal */
   readonly ops: Op[] = [];
 
-  #push(cmd: string, key: string, args: (string | number)[]): this {
-    requireString('key', key);
-    this.ops.push({ cmd, key, args: args.map(String) });
+  #push(cmd: string, key: string, args: unknown[]): this {
+    requireString('key', key, { maxLength: 1024 });
+    this.ops.push({ cmd, key, args: args.map((a, i) => arg(a, i)) });
     return this;
   }
 
   /** `SET key value` */
-  set(key: string, value: string | number): this {
+  set(key: string, value: string | number | Buffer): this {
     return this.#push('SET', key, [value]);
   }
   /** `HSET key field value …` */
   hset(key: string, fields: Record<string, string | number>): this {
+    if (fields === null || typeof fields !== 'object') throw new ConfigError('fields', 'must be an object of field → value');
     const flat = Object.entries(fields).flat();
     if (flat.length === 0) throw new ConfigError('fields', 'must not be empty');
     return this.#push('HSET', key, flat);
@@ -62,6 +74,7 @@ export class RedisFencedWrite {
   }
   /** `INCRBY key by` */
   incrby(key: string, by: number): this {
+    if (!Number.isSafeInteger(by)) throw new ConfigError('by', `must be a safe integer, got ${String(by)}`);
     return this.#push('INCRBY', key, [by]);
   }
   /** `RPUSH key value …` */
@@ -76,6 +89,15 @@ export class RedisFencedWrite {
   unlink(key: string): this {
     return this.#push('UNLINK', key, []);
   }
+}
+
+export interface RedisFencedResourceOptions {
+  /**
+   * Bound on each write in ms: past it the write rejects with StoreUnavailableError and its
+   * outcome is unknown (it may still apply, fence-checked, when the connection comes back).
+   * @default 5000
+   */
+  callTimeoutMs?: number;
 }
 
 /**
@@ -93,29 +115,30 @@ export class RedisFencedWrite {
 export class RedisFencedResource implements FencedResource<RedisFencedWrite> {
   readonly name: string;
   readonly #redis: Redis;
+  readonly #callTimeoutMs: number;
 
   /** @param key the Redis key holding the fence (a hash), also the resource's name. */
-  constructor(redis: Redis, key: string) {
-    if (!redis || typeof (redis as { evalsha?: unknown }).evalsha !== 'function') {
-      throw new ConfigError('redis', 'must be an ioredis client');
-    }
-    this.name = requireString('key', key, { maxLength: 1000 });
-    this.#redis = redis;
+  constructor(redis: Redis, key: string, options?: RedisFencedResourceOptions) {
+    this.#redis = requireRedis(redis);
+    this.name = requireString('key', key, { maxLength: 1024 });
+    this.#callTimeoutMs = optionalNumber('callTimeoutMs', requireOptions('options', options).callTimeoutMs, 5000, { integer: true, min: 1, max: 2 ** 31 - 1 });
   }
 
   async write<T>(fence: bigint, fn: (w: RedisFencedWrite) => T | Promise<T>): Promise<T> {
     requireFence(fence);
+    requireFunction('fn', fn);
     const w = new RedisFencedWrite();
     const result = await fn(w);
-    const args: (string | number)[] = [fence.toString(), w.ops.length];
+    const args: (string | number | Buffer)[] = [fence.toString(), w.ops.length];
     for (const op of w.ops) args.push(op.cmd, op.args.length, ...op.args);
-    const [ok, highest] = (await runScript(this.#redis, WRITE, [this.name, ...w.ops.map((o) => o.key)], args)) as [number, string];
+    const call = runScript(this.#redis, WRITE, [this.name, ...w.ops.map((o) => o.key)], args) as Promise<[number, string]>;
+    const [ok, highest] = await bounded(this.#redis, call, this.#callTimeoutMs, `fenced write to ${this.name}`);
     if (ok !== 1) throw new StaleFenceError(fence, BigInt(highest), this.name);
     return result;
   }
 
   async highestFence(): Promise<bigint> {
-    const v = await this.#redis.hget(this.name, 'fence');
+    const v = await bounded(this.#redis, this.#redis.hget(this.name, 'fence'), this.#callTimeoutMs, `highestFence of ${this.name}`);
     return v === null ? 0n : BigInt(v);
   }
 }

@@ -6,4 +6,4 @@ import { requirePeer } from '../../core/peer.js';
 requirePeer('tenure/redis', 'ioredis');
 export { RedisLock, type RedisLockOptions } from './lock.js';
 export { RedisElection, type RedisElectionOptions } from './election.js';
-export { RedisFencedResource, type RedisFencedWrite } from './fenced-resource.js';
+export { RedisFencedResource, type RedisFencedWrite, type RedisFencedResourceOptions } from './fenced-resource.js';

@@ -1,6 +1,6 @@
 import { randomFillSync } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { raceSignal, sleep, waitScope } from '../../core/abort.js';
+import { sleep, waitScope } from '../../core/abort.js';
 import { Backoff } from '../../core/backoff.js';
 import type { LeaderInfo } from '../../core/candidate.js';
 import type { Clock } from '../../core/clock.js';
@@ -13,6 +13,7 @@ import { requireRedis } from './client.js';
 import { lockKeys, validateLockName, validatePrefix, type LockKeys } from './keys.js';
 import { ReleaseListener } from './release-listener.js';
 import { ChangeFeed } from './observe.js';
+import { bounded } from './errors.js';
 import { ACQUIRE, LEAVE_QUEUE, RELEASE, runScript } from './scripts.js';
 import { RenewWatchdog } from './watchdog.js';
 
@@ -42,6 +43,12 @@ export interface RedisLockOptions {
    * (crashed, paused) loses its place. @default 1000
    */
   retryMaxMs?: number;
+  /**
+   * Bound on every call to Redis in ms (each acquire attempt, release, holder, the subscription):
+   * a server that is down or blackholed answers with StoreUnavailableError within it instead of
+   * when ioredis gives up. @default 5000
+   */
+  callTimeoutMs?: number;
   /** Logger; state edges at info, retries at debug. @default silent */
   logger?: Logger;
   /** @default the monotonic clock */
@@ -82,6 +89,7 @@ export class RedisLock implements AsyncDisposable {
   readonly #marginMs: number;
   readonly #guardMs: number;
   readonly #retryMaxMs: number;
+  readonly #callTimeoutMs: number;
   readonly #waiterTtlMs: number;
   readonly #clock: Clock;
   /** @internal */
@@ -105,10 +113,11 @@ export class RedisLock implements AsyncDisposable {
     }
     this.#retryMaxMs = optionalNumber('retryMaxMs', o.retryMaxMs, 1000, { min: 1, max: 600_000 });
     this.#waiterTtlMs = Math.ceil(3 * this.#retryMaxMs + 1000);
+    this.#callTimeoutMs = optionalNumber('callTimeoutMs', o.callTimeoutMs, 5000, { integer: true, min: 1, max: 2 ** 31 - 1 });
     this.#keys = lockKeys(o.keyPrefix === undefined ? 'tenure:' : validatePrefix('keyPrefix', o.keyPrefix), this.name);
     this.#clock = optionalClock(o.clock);
     this.logger = optionalLogger(o.logger, { name: 'redis-lock', lock: this.name });
-    this.#listener = new ReleaseListener(redis, this.#keys.released);
+    this.#listener = new ReleaseListener(redis, this.#keys.released, this.#keys.acquired);
   }
 
   /**
@@ -130,20 +139,13 @@ export class RedisLock implements AsyncDisposable {
     // The fallback poll (the release message usually comes first), jittered through the backoff policy.
     let polls: Backoff | undefined;
     try {
-      await raceSignal(this.#listener.ready(), signal);
+      await bounded(this.#redis, this.#listener.ready(), this.#callTimeoutMs, `redis lock '${this.name}': subscribe`, signal);
       for (;;) {
         signal?.throwIfAborted();
         this.#assertOpen(); // close() wakes every waiter
         const seen = this.#listener.seen(token);
-        const pending = this.#attempt(token, true);
-        let a: Attempt;
-        try {
-          a = await raceSignal(pending, signal);
-        } catch (e) {
-          // Aborted mid-attempt: a lock granted after all must not be left renewing.
-          pending.then((x) => (x.kind === 'acquired' ? x.lease.release() : undefined)).catch(() => undefined);
-          throw e;
-        }
+        // Aborted or timed out mid-attempt: a lock granted after all must not be left renewing.
+        const a = await bounded(this.#redis, this.#attempt(token, true), this.#callTimeoutMs, `redis lock '${this.name}': acquire`, signal, releaseLate);
         if (a.kind === 'acquired') {
           if (!signal?.aborted) return (lease = a.lease);
           await a.lease.release().catch(() => undefined);
@@ -183,14 +185,7 @@ export class RedisLock implements AsyncDisposable {
     this.#enter();
     const scope = o.signal || o.timeoutMs !== undefined ? waitScope(`redis lock '${this.name}': tryAcquire`, o) : undefined;
     try {
-      const pending = this.#attempt(newToken(), false);
-      let a: Attempt;
-      try {
-        a = await raceSignal(pending, scope?.signal);
-      } catch (e) {
-        pending.then((x) => (x.kind === 'acquired' ? x.lease.release() : undefined)).catch(() => undefined);
-        throw e;
-      }
+      const a = await bounded(this.#redis, this.#attempt(newToken(), false), this.#callTimeoutMs, `redis lock '${this.name}': tryAcquire`, scope?.signal, releaseLate);
       return a.kind === 'acquired' ? a.lease : undefined;
     } finally {
       this.#busy = false;
@@ -208,7 +203,7 @@ export class RedisLock implements AsyncDisposable {
     const o = requireOptions('options', options);
     const scope = waitScope(`redis lock '${this.name}': holder`, { signal: optionalSignal('signal', o.signal), timeoutMs: o.timeoutMs });
     try {
-      return parseHolder(await raceSignal(this.#redis.get(this.#keys.lock), scope.signal));
+      return parseHolder(await bounded(this.#redis, this.#redis.get(this.#keys.lock), this.#callTimeoutMs, `redis lock '${this.name}': holder`, scope.signal));
     } finally {
       scope.dispose();
     }
@@ -240,7 +235,7 @@ export class RedisLock implements AsyncDisposable {
   #grant(token: string, fence: bigint, sentAt: number): Lease {
     const value = `${token}:${fence}:${this.id}`;
     const release = async (): Promise<void> => {
-      await runScript(this.#redis, RELEASE, [this.#keys.lock, this.#keys.queue], [value, this.#keys.released]);
+      await bounded(this.#redis, runScript(this.#redis, RELEASE, [this.#keys.lock, this.#keys.queue], [value, this.#keys.released]), this.#callTimeoutMs, `redis lock '${this.name}': release`);
     };
     const watchdog = new RenewWatchdog({
       redis: this.#redis,
@@ -266,6 +261,7 @@ export class RedisLock implements AsyncDisposable {
       deadline: () => watchdog.deadline,
       release: async () => {
         watchdog.stop();
+        this.#listener.unwatch(token);
         if (this.#held === controller) this.#held = undefined;
         await release();
         this.logger.debug({ fence: String(fence) }, 'released');
@@ -274,10 +270,13 @@ export class RedisLock implements AsyncDisposable {
     controller.lease.signal.addEventListener(
       'abort',
       () => {
+        watchdog.stop(); // however it ended: no renew of a lease its holder was told it lost
+        this.#listener.unwatch(token);
         if (this.#held === controller) this.#held = undefined;
       },
       { once: true },
     );
+    this.#listener.watchHolder(token, () => controller.lose('expired', undefined, `${this.name}: the lock was granted to another holder (our key was deleted or expired)`));
     this.#held = controller;
     this.logger.info({ fence: String(fence) }, 'acquired');
     return controller.lease;
@@ -313,4 +312,9 @@ function parseHolder(value: string | null): LeaderInfo | undefined {
   const b = value.indexOf(':', a + 1);
   if (a < 0 || b < 0) return undefined;
   return { id: value.slice(b + 1), fence: BigInt(value.slice(a + 1, b)) };
+}
+
+/** An attempt that was granted after its caller gave up: release it at once. */
+function releaseLate(a: Attempt): void {
+  if (a.kind === 'acquired') a.lease.release().catch(() => undefined);
 }

@@ -10,6 +10,9 @@ import type { Redis } from 'ioredis';
 export class ReleaseListener {
   readonly #redis: Redis;
   readonly #channel: string;
+  readonly #grants: string;
+  /** The holder of this lock object, told when a grant goes to another token. */
+  #holder: { token: string; lost: () => void } | undefined;
   #sub: Redis | undefined;
   #ready: Promise<void> | undefined;
   /** Pending waits: token → wake functions. */
@@ -19,9 +22,23 @@ export class ReleaseListener {
   /** Messages addressed to a token with a wait in progress (removed by `forget`). */
   readonly #addressed = new Map<string, number>();
 
-  constructor(redis: Redis, channel: string) {
+  constructor(redis: Redis, channel: string, grants: string) {
     this.#redis = redis;
     this.#channel = channel;
+    this.#grants = grants;
+  }
+
+  /**
+   * While this lock object holds with `token`, calls `lost` when the lock is granted to another
+   * token (its key was deleted or expired under it). Undo with `unwatch()`.
+   */
+  watchHolder(token: string, lost: () => void): void {
+    this.#holder = { token, lost };
+    this.ready().catch(() => undefined);
+  }
+
+  unwatch(token: string): void {
+    if (this.#holder?.token === token) this.#holder = undefined;
   }
 
   /** Subscribes (once). Await before trying to acquire, so no release is missed in between. */
@@ -32,8 +49,9 @@ export class ReleaseListener {
       sub.on('error', () => undefined); // reconnects on its own; polling covers the gap
       sub.on('message', (channel: string, to: string) => {
         if (channel === this.#channel) this.#deliver(to);
+        else if (channel === this.#grants && this.#holder && to !== this.#holder.token) this.#holder.lost();
       });
-      this.#ready = sub.subscribe(this.#channel).then(() => undefined);
+      this.#ready = sub.subscribe(this.#channel, this.#grants).then(() => undefined);
       this.#ready.catch(() => {
         this.#ready = undefined;
         sub.disconnect();
@@ -91,10 +109,12 @@ export class ReleaseListener {
 
   /** Closes the subscriber connection. */
   async close(): Promise<void> {
+    this.#holder = undefined;
     for (const set of [...this.#waiters.values()]) for (const w of [...set]) w();
     const sub = this.#sub;
     this.#sub = undefined;
     this.#ready = undefined;
-    if (sub) await sub.quit().catch(() => sub.disconnect());
+    // disconnect, not QUIT: a QUIT waits (in ioredis' offline queue) for a server that may be gone.
+    sub?.disconnect();
   }
 }

@@ -36,7 +36,9 @@ import type { Redis } from 'ioredis';
 /**
  * KEYS: lock, fence counter, boot marker, queue (ticket → waiter), alive (expiry → waiter),
  * ticket counter. ARGV: token, ttlMs, restartGuardMs, '1' to queue up (a waiting acquire) or '0'
- * (a try), waiterTtlMs, holder id, channel to announce a grant on.
+ * (a try), waiterTtlMs, holder id, channel to announce a grant on (the message is the new
+ * holder's token: a holder that hears another token was granted has lost its key, whoever
+ * deleted it, and stops at once — not a renew later).
  *
  * The lock key's value is `<token>:<fence>:<id>`: the token makes renew and release
  * owner-checked, and the fence and id let anyone ask who holds the lock with one GET (the value
@@ -91,7 +93,7 @@ if (head == nil or head == me) and redis.call('EXISTS', KEYS[1]) == 0 then
   local fence = redis.call('INCR', KEYS[2])
   local value = me .. ':' .. string.format('%.0f', fence) .. ':' .. ARGV[6]
   redis.call('SET', KEYS[1], value, 'NX', 'PX', ARGV[2])
-  redis.call('PUBLISH', ARGV[7], '')
+  redis.call('PUBLISH', ARGV[7], me)
   return {1, fence}
 end
 if ARGV[4] == '1' then
@@ -148,7 +150,7 @@ function sha1(src: string): string {
  * Runs a script by its SHA, loading it with EVAL when the server does not know it (first use,
  * or after a restart emptied the script cache). Never mutates the user's client.
  */
-export async function runScript(redis: Redis, src: string, keys: string[], args: (string | number)[]): Promise<unknown> {
+export async function runScript(redis: Redis, src: string, keys: string[], args: (string | number | Buffer)[]): Promise<unknown> {
   try {
     return await redis.evalsha(sha1(src), keys.length, ...keys, ...args);
   } catch (e) {

@@ -2,7 +2,8 @@ import { LeaseLostError } from '../../core/errors.js';
 import { LeaseController } from '../../core/lease.js';
 import { NodeGoneError, type LockDriver } from './drivers.js';
 import { createProtected, deleteOwnNode, retrying, statOf, waitForDeletion } from './nodes.js';
-import { zkGetChildren } from './ops.js';
+import { dropWatcher, zkExists, zkGetChildren } from './ops.js';
+import { zookeeper } from './peer.js';
 import { joinPath, longToBigInt, sortBySequence } from './paths.js';
 import type { ZkConn, ZkSession } from './session.js';
 
@@ -107,7 +108,16 @@ export class LockInternals {
       clock: session.clock,
       release: () => deleteOwnNode(session, held.conn, held.path),
     });
+    // The holder watches its own node (sent without waiting for the reply: no round trip on the
+    // acquire path), so a node deleted from outside ends the lease as its successor is woken by
+    // the same deletion, not a heartbeat later.
+    const { client } = held.conn;
+    const ownWatcher = (event: unknown): void => {
+      if ((event as { getType?: () => number }).getType?.() === zookeeper.Event.NODE_DELETED) ctl.lose('expired', undefined, `${name}: our node ${held.path} was deleted`);
+    };
+    if (!ctl.ended) void zkExists(client, held.path, ownWatcher).then((stat) => stat === null && ctl.lose('expired', undefined, `${name}: our node ${held.path} is gone`), () => undefined);
     const onAbort = (): void => {
+      dropWatcher(client, held.path, ownWatcher);
       onEnd?.();
       const r: unknown = ctl.lease.signal.reason;
       if (!(r instanceof LeaseLostError && r.reason === 'released')) void deleteOwnNode(session, held.conn, held.path).catch(() => undefined);

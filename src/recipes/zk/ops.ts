@@ -111,3 +111,17 @@ export function dropWatcher(client: Client, path: string, watcher: Watcher): voi
 export function dropSocket(client: Client): void {
   (client as unknown as { connectionManager?: { socket?: { destroy?: () => void } } }).connectionManager?.socket?.destroy?.();
 }
+
+/**
+ * Stops a client for good, after `close()` had its chance to end the session cleanly: no socket
+ * left open and no reconnect. node-zookeeper-client keeps trying servers after `close()` when the
+ * close raced a reconnect (its deferred server search overwrites the CLOSING state), and waits
+ * forever for a silent server to answer the close; either keeps the process alive.
+ */
+export function killClient(client: Client): void {
+  const cm = (client as unknown as { connectionManager?: { connect?: () => void; connectTimeoutHandler?: NodeJS.Timeout; socket?: { destroy?: () => void } } }).connectionManager;
+  if (!cm) return;
+  cm.connect = () => undefined;
+  if (cm.connectTimeoutHandler) clearTimeout(cm.connectTimeoutHandler);
+  cm.socket?.destroy?.();
+}

@@ -1,6 +1,6 @@
 import { DOWNGRADE_NAME, READ_NAME, ReadLockDriver, WriteLockDriver } from './drivers.js';
 import { requireSession } from './guard.js';
-import { InterProcessLock } from './mutex.js';
+import { InterProcessLock, type InterProcessMutexOptions } from './mutex.js';
 import { optionalId, requireOptions } from '../../core/validate.js';
 import { validatePath } from './paths.js';
 import type { ZkSession } from './session.js';
@@ -20,7 +20,7 @@ export class InterProcessReadWriteLock implements AsyncDisposable {
   readonly #write: InterProcessLock;
   readonly #read: InterProcessLock;
 
-  constructor(session: ZkSession, path: string, options?: { id?: string }) {
+  constructor(session: ZkSession, path: string, options?: InterProcessMutexOptions) {
     requireSession(session);
     const id = optionalId(requireOptions('options', options).id);
     this.path = validatePath('path', path);

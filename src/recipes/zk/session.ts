@@ -2,12 +2,12 @@ import { EventEmitter } from 'eventemitter3';
 import type { Client, State as ClientState } from 'node-zookeeper-client';
 import type { Clock } from '../../core/clock.js';
 import { leaseTiming } from '../../core/deadline.js';
-import { ClosedError, ConfigError, LeaseLostError, SessionExpiredError, StoreUnavailableError, type LeaseLostReason } from '../../core/errors.js';
-import { raceSignal, waitScope } from '../../core/abort.js';
+import { AcquireTimeoutError, ClosedError, ConfigError, LeaseLostError, SessionExpiredError, StoreUnavailableError, type LeaseLostReason } from '../../core/errors.js';
+import { waitScope } from '../../core/abort.js';
 import { optionalClock, optionalLogger, type Logger, type WaitOptions } from '../../core/options.js';
 import { optionalEnum, optionalNumber, requireOptions } from '../../core/validate.js';
 import { Liveness } from './liveness.js';
-import { dropSocket, zkExists } from './ops.js';
+import { dropSocket, killClient, zkExists } from './ops.js';
 import { zookeeper } from './peer.js';
 
 const { State } = zookeeper;
@@ -38,7 +38,10 @@ export interface ZkSessionOptions {
    * `lastServerContact + ttl − safetyMarginMs`). Must be > 0 and < 2/3 of the TTL. @default ttlMs / 5
    */
   safetyMarginMs?: number;
-  /** How long `create()` waits for the first connection. @default 15000 */
+  /**
+   * How long `create()` waits for the first connection, and every recipe call for a connection
+   * (after a disconnect), before it rejects with StoreUnavailableError. @default 15000
+   */
   connectTimeoutMs?: number;
   /** Pause between connection attempts once every server was tried. @default 100 */
   spinDelayMs?: number;
@@ -110,12 +113,9 @@ export class ZkSession extends EventEmitter<ZkSessionEvents> implements AsyncDis
     const session = new ZkSession(options);
     try {
       session.#newClient();
-      await session.whenConnected({ signal: wait?.signal, timeoutMs: session.#connectTimeout });
+      await session.whenConnected({ signal: wait?.signal });
     } catch (e) {
       await session.close();
-      if (e instanceof Error && e.name === 'AcquireTimeoutError') {
-        throw new StoreUnavailableError('zookeeper', session.connectionString, `no session within ${session.#connectTimeout} ms`, { cause: e });
-      }
       throw e;
     }
     return session;
@@ -206,26 +206,32 @@ export class ZkSession extends EventEmitter<ZkSessionEvents> implements AsyncDis
   async whenConnected(options: WaitOptions = {}): Promise<void> {
     this.#throwIfClosed();
     if (this.connected) return;
-        const scope = waitScope('zk session connect', options);
+    // A wait without a timeout of its own is bounded by connectTimeoutMs, then rejects with a
+    // StoreUnavailableError naming the ensemble (ZooKeeper down, not blinking).
+    const bound = options.timeoutMs ?? this.#connectTimeout;
+    const scope = waitScope('zk session connect', { signal: options.signal, timeoutMs: bound });
     const closed = this.#closed.signal;
+    let onState!: () => void;
+    let onAbort!: () => void;
     try {
-      await raceSignal(
-        new Promise<void>((resolve, reject) => {
-          const onState = (): void => {
-            if (this.connected) done(resolve);
-          };
-          const onClose = (): void => done(() => reject(new ClosedError('zk session')));
-          const done = (f: () => void): void => {
-            this.off('state', onState);
-            closed.removeEventListener('abort', onClose);
-            f();
-          };
-          this.on('state', onState);
-          closed.addEventListener('abort', onClose, { once: true });
-        }),
-        scope.signal,
-      );
+      await new Promise<void>((resolve, reject) => {
+        onState = () => {
+          if (this.connected) resolve();
+        };
+        onAbort = () => reject(closed.aborted ? new ClosedError('zk session') : scope.signal.reason);
+        this.on('state', onState);
+        closed.addEventListener('abort', onAbort, { once: true });
+        scope.signal.addEventListener('abort', onAbort, { once: true });
+      });
+    } catch (e) {
+      if (options.timeoutMs === undefined && e instanceof AcquireTimeoutError) {
+        throw new StoreUnavailableError('zookeeper', this.connectionString, `not connected within ${bound} ms`, { cause: e });
+      }
+      throw e;
     } finally {
+      this.off('state', onState);
+      closed.removeEventListener('abort', onAbort);
+      scope.signal.removeEventListener('abort', onAbort);
       scope.dispose();
     }
   }
@@ -249,6 +255,9 @@ export class ZkSession extends EventEmitter<ZkSessionEvents> implements AsyncDis
         conn.client.close();
         if (!this.#connected) resolve();
       });
+      // The client closes its socket when the server answers the close; a silent server never
+      // does, and a close that raced a reconnect keeps reconnecting (see killClient).
+      killClient(conn.client);
     }
     this.#connected = false;
   }
@@ -337,6 +346,7 @@ export class ZkSession extends EventEmitter<ZkSessionEvents> implements AsyncDis
     } catch {
       // already closed
     }
+    killClient(conn.client);
     if (!this.#closed.signal.aborted) this.#newClient();
   }
 }
