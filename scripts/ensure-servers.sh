@@ -17,6 +17,12 @@ command -v javac >/dev/null 2>&1 || missing+=(default-jdk-headless)
 [ -f /usr/share/java/curator-framework.jar ] || missing+=(libcurator-framework-java)
 [ -f /usr/share/java/curator-client.jar ] || missing+=(libcurator-client-java)
 [ -f /usr/share/java/slf4j-nop.jar ] || missing+=(libslf4j-java)
+# The production-store tests (issue 15): a transaction pooler, cluster set-up, certificates.
+[ -x /usr/sbin/pgbouncer ] || missing+=(pgbouncer)
+command -v redis-cli >/dev/null 2>&1 || missing+=(redis-tools)
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+# The chaos suite steps candidates' wall clocks with libfaketime.
+ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1 || missing+=(faketime)
 
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
@@ -39,9 +45,10 @@ if ! command -v apt-get >/dev/null 2>&1; then
 fi
 
 export DEBIAN_FRONTEND=noninteractive
-# The packages' service units must not start here; the kit runs the servers itself.
-$SUDO apt-get update -qq >/dev/null || { echo "tenure: apt-get update failed" >&2; exit 1; }
-if ! $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/tmp/tenure-apt.log 2>&1; then
+# The packages' service units must not start here (pgbouncer's would take port 6432); the kit
+# runs the servers itself.
+$SUDO apt-get -o DPkg::Lock::Timeout=300 update -qq >/dev/null || { echo "tenure: apt-get update failed" >&2; exit 1; }
+if ! $SUDO apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends "${missing[@]}" >/tmp/tenure-apt.log 2>&1; then
   echo "tenure: apt-get install ${missing[*]} failed; last lines of /tmp/tenure-apt.log:" >&2
   tail -n 20 /tmp/tenure-apt.log >&2
   exit 1

@@ -20,6 +20,8 @@ export {
   RequestTooLargeError,
   MissingPeerError,
   ServerStartError,
+  TermEndedError,
+  type TermEndReason,
   type TenureErrorCode,
   type TenureErrorOptions,
   type LeaseLostReason,
@@ -31,3 +33,16 @@ export type { WaitOptions, Logger } from './core/options.js';
 export type { BackoffOptions } from './core/backoff.js';
 export type { FencedResource } from './core/fencing.js';
 export { InMemoryFencedResource, type FenceDecision } from './core/memory-resource.js';
+export {
+  LeadershipManager,
+  shutdownOnSignals,
+  type LeadershipManagerOptions,
+  type ElectedHook,
+  type DemotedHook,
+  type ShutdownOptions,
+  type TermContext,
+  type DemotionInfo,
+  type DemotionReason,
+  type LeadershipEvents,
+  type LeadershipState,
+} from './lifecycle/index.js';

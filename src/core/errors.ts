@@ -20,6 +20,7 @@ export type TenureErrorCode =
   | 'PERMISSION_DENIED'
   | 'REQUEST_TOO_LARGE'
   | 'PEER_MISSING'
+  | 'TERM_ENDED'
   | 'SERVER_START_FAILED';
 
 export interface TenureErrorOptions {
@@ -211,6 +212,27 @@ export class MissingPeerError extends TenureError {
   constructor(entry: string, packageName: string, options: TenureErrorOptions = {}) {
     super(`${entry} needs the package '${packageName}': install it with \`npm install ${packageName}\``, 'PEER_MISSING', options);
     this.packageName = packageName;
+  }
+}
+
+/** Why a leadership term ended (the lifecycle manager's demotion reasons). */
+export type TermEndReason = 'lost' | 'resigned' | 'closed' | 'hook-error' | 'hook-returned';
+
+/**
+ * The reason a term's signal aborts under the lifecycle manager: the term ended because its
+ * lease was lost (`lostReason` says how; `cause` is the LeaseLostError), it resigned, the manager
+ * closed, a hook threw (`cause` is its error), or the hooks returned (`releaseOnReturn`).
+ */
+export class TermEndedError extends TenureError {
+  readonly reason: TermEndReason;
+  readonly lostReason: LeaseLostReason | undefined;
+  readonly fence: bigint;
+
+  constructor(reason: TermEndReason, fence: bigint, options: TenureErrorOptions & { lostReason?: LeaseLostReason } = {}) {
+    super(`term ${fence} ended: ${reason}${options.lostReason ? ` (${options.lostReason})` : ''}`, 'TERM_ENDED', { retryable: reason !== 'closed', ...options });
+    this.reason = reason;
+    this.lostReason = options.lostReason;
+    this.fence = fence;
   }
 }
 

@@ -1,5 +1,9 @@
+import { execFile } from 'node:child_process';
 import { StateError } from '../core/errors.js';
 import { existsSync, mkdirSync } from 'node:fs';
+import { promisify } from 'node:util';
+import { ServerStartError } from '../core/errors.js';
+import type { TestCertificates } from './tls.js';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { optionalNumber, optionalString, requireOptions } from '../core/validate.js';
@@ -7,6 +11,8 @@ import { freePorts, httpRequest } from './net.js';
 import { makeTempDir, type SpawnSpec } from './process.js';
 import { LocalServer } from './server.js';
 import { LocalCluster } from './cluster.js';
+
+const run = promisify(execFile);
 
 export interface EtcdServerOptions {
   /** Raft heartbeat in ms. @default 50 */
@@ -17,6 +23,8 @@ export interface EtcdServerOptions {
   dataBase?: string;
   /** @default '/usr/bin/etcd' */
   binary?: string;
+  /** Serve clients over TLS only, with these certificates, and require a client certificate. */
+  tls?: TestCertificates;
 }
 
 interface Member {
@@ -43,7 +51,8 @@ interface EtcdStatus {
 export class EtcdServer extends LocalServer {
   readonly name: string;
   readonly host = '127.0.0.1';
-  readonly #opts: Required<Omit<EtcdServerOptions, 'dataBase'>> & { dataBase: string | undefined };
+  readonly #opts: Required<Omit<EtcdServerOptions, 'dataBase' | 'tls'>> & { dataBase: string | undefined };
+  readonly #tls: TestCertificates | undefined;
   #self: Member | undefined;
   #cluster: { members: Member[]; token: string } | undefined;
 
@@ -58,6 +67,7 @@ export class EtcdServer extends LocalServer {
       dataBase: o.dataBase === undefined ? defaultBase() : optionalString('dataBase', o.dataBase, ''),
       binary: optionalString('binary', o.binary, '/usr/bin/etcd'),
     };
+    this.#tls = o.tls;
     this.name = member ? `etcd-${member.name}` : 'etcd';
     if (member) {
       this.useDir(member.dir);
@@ -82,9 +92,55 @@ export class EtcdServer extends LocalServer {
     return this.#self.peerPort;
   }
 
-  /** `http://127.0.0.1:<clientPort>` */
+  /** `http://127.0.0.1:<clientPort>` (`https://` with TLS) */
   get endpoint(): string {
-    return `http://${this.host}:${this.clientPort}`;
+    return `${this.#tls ? 'https' : 'http'}://${this.host}:${this.clientPort}`;
+  }
+
+  /** The etcd3 client's `credentials` (CA, client key and certificate) when serving TLS. */
+  get credentials(): { rootCertificate: Buffer; privateKey: Buffer; certChain: Buffer } | undefined {
+    const t = this.#tls;
+    return t && { rootCertificate: Buffer.from(t.ca), privateKey: Buffer.from(t.clientKey), certChain: Buffer.from(t.clientCert) };
+  }
+
+  #httpTls(): { ca: string; cert: string; key: string } | undefined {
+    const t = this.#tls;
+    return t && { ca: t.ca, cert: t.clientCert, key: t.clientKey };
+  }
+
+  /**
+   * Runs `etcdctl` against this member (with the TLS flags it needs), e.g.
+   * `etcdctl(['user', 'add', 'root:pw'])`; `user` as `name:password` authenticates.
+   */
+  async etcdctl(args: string[], user?: string): Promise<string> {
+    const t = this.#tls;
+    const flags = [`--endpoints=${this.endpoint}`, '--dial-timeout=3s', '--command-timeout=5s'];
+    if (t) flags.push(`--cacert=${t.caFile}`, `--cert=${t.clientCertFile}`, `--key=${t.clientKeyFile}`);
+    if (user) flags.push(`--user=${user}`);
+    try {
+      const { stdout } = await run('/usr/bin/etcdctl', [...flags, ...args], { env: { ...process.env, ETCDCTL_API: '3' }, timeout: 10_000 });
+      return stdout;
+    } catch (e) {
+      const err = e as { stderr?: string };
+      throw new ServerStartError(`${this.name}: etcdctl ${args.slice(0, 2).join(' ')} failed`, err.stderr ?? '', { cause: e });
+    }
+  }
+
+  /**
+   * Turns on etcd auth with a `root` user (password `rootPassword`) and, for each entry of
+   * `roles`, a role with read-write access to one key prefix and a user of the same name holding
+   * it (password `<name>-secret` unless given): the least-privilege set-up the README describes.
+   */
+  async enableAuth(rootPassword: string, roles: { name: string; prefix: string; password?: string }[] = []): Promise<void> {
+    await this.etcdctl(['user', 'add', `root:${rootPassword}`]);
+    await this.etcdctl(['auth', 'enable']);
+    const root = `root:${rootPassword}`;
+    for (const r of roles) {
+      await this.etcdctl(['role', 'add', r.name], root);
+      await this.etcdctl(['role', 'grant-permission', r.name, '--prefix=true', 'readwrite', r.prefix], root);
+      await this.etcdctl(['user', 'add', `${r.name}:${r.password ?? `${r.name}-secret`}`], root);
+      await this.etcdctl(['user', 'grant-role', r.name, r.name], root);
+    }
   }
 
   /** `[endpoint]`, the shape the etcd3 client's `hosts` option takes. */
@@ -98,7 +154,7 @@ export class EtcdServer extends LocalServer {
 
   /** This member's id, the raft leader's id and the raft term, from the v3 maintenance API. */
   async status(timeoutMs = 1000): Promise<EtcdStatus> {
-    const r = await httpRequest(this.clientPort, '/v3/maintenance/status', { method: 'POST', body: '{}', timeoutMs });
+    const r = await httpRequest(this.clientPort, '/v3/maintenance/status', { method: 'POST', body: '{}', timeoutMs, tls: this.#httpTls() });
     const j = JSON.parse(r.body) as { header?: { member_id?: string }; leader?: string; raftTerm?: string };
     return { memberId: String(j.header?.member_id ?? ''), leader: String(j.leader ?? ''), raftTerm: String(j.raftTerm ?? '') };
   }
@@ -119,7 +175,9 @@ export class EtcdServer extends LocalServer {
     const self = this.#self!;
     const cluster = this.#cluster!;
     const peerUrl = (m: Member): string => `http://${this.host}:${m.peerPort}`;
-    const client = `http://${this.host}:${self.clientPort}`;
+    const t = this.#tls;
+    const client = `${t ? 'https' : 'http'}://${this.host}:${self.clientPort}`;
+    const tlsArgs = t ? ['--cert-file', t.certFile, '--key-file', t.keyFile, '--trusted-ca-file', t.caFile, '--client-cert-auth'] : [];
     return {
       command: this.#opts.binary,
       args: [
@@ -136,6 +194,7 @@ export class EtcdServer extends LocalServer {
         '--election-timeout', String(this.#opts.electionMs),
         '--logger', 'zap',
         '--log-level', 'warn',
+        ...tlsArgs,
       ],
       cwd: dir,
       logFile: join(dir, 'server.log'),
@@ -143,7 +202,7 @@ export class EtcdServer extends LocalServer {
   }
 
   protected async probe(): Promise<boolean> {
-    const r = await httpRequest(this.clientPort, '/health', { timeoutMs: 500 });
+    const r = await httpRequest(this.clientPort, '/health', { timeoutMs: 500, tls: this.#httpTls() });
     return r.status === 200 && /"health":\s*"true"/.test(r.body);
   }
 }

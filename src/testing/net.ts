@@ -1,6 +1,8 @@
 import { TenureError } from '../core/errors.js';
-import { createServer, connect } from 'node:net';
+import { createServer, connect, type Socket } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
 import { request } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 
 const handedOut = new Set<number>();
 
@@ -43,13 +45,13 @@ export async function freePorts(n: number): Promise<number[]> {
 export function tcpExchange(
   port: number,
   payload: string,
-  options: { timeoutMs?: number; until?: (received: string) => boolean; host?: string } = {},
+  options: { timeoutMs?: number; until?: (received: string) => boolean; host?: string; tls?: { ca: string; cert?: string; key?: string } } = {},
 ): Promise<string> {
-  const { timeoutMs = 1000, until, host = '127.0.0.1' } = options;
+  const { timeoutMs = 1000, until, host = '127.0.0.1', tls } = options;
   return new Promise<string>((resolve, reject) => {
     let received = '';
     let settled = false;
-    const sock = connect({ host, port });
+    const sock: Socket = tls ? tlsConnect({ host, port, ca: tls.ca, cert: tls.cert, key: tls.key, servername: 'localhost' }) : connect({ host, port });
     const finish = (err?: Error): void => {
       if (settled) return;
       settled = true;
@@ -60,7 +62,7 @@ export function tcpExchange(
     };
     const timer = setTimeout(() => finish(new TenureError(`no answer from ${host}:${port} within ${timeoutMs} ms`)), timeoutMs);
     sock.setEncoding('utf8');
-    sock.once('connect', () => sock.write(payload));
+    sock.once(tls ? 'secureConnect' : 'connect', () => sock.write(payload));
     sock.on('data', (d: string) => {
       received += d;
       if (until?.(received)) finish();
@@ -74,12 +76,12 @@ export function tcpExchange(
 export function httpRequest(
   port: number,
   path: string,
-  options: { method?: string; body?: string; timeoutMs?: number; host?: string } = {},
+  options: { method?: string; body?: string; timeoutMs?: number; host?: string; tls?: { ca: string; cert?: string; key?: string } } = {},
 ): Promise<{ status: number; body: string }> {
-  const { method = 'GET', body, timeoutMs = 1000, host = '127.0.0.1' } = options;
+  const { method = 'GET', body, timeoutMs = 1000, host = '127.0.0.1', tls } = options;
   return new Promise((resolve, reject) => {
-    const req = request(
-      { host, port, path, method, timeout: timeoutMs, headers: body ? { 'content-type': 'application/json' } : {} },
+    const req = (tls ? httpsRequest : request)(
+      { host, port, path, method, timeout: timeoutMs, headers: body ? { 'content-type': 'application/json' } : {}, ...(tls ? { ...tls, servername: 'localhost' } : {}) },
       (res) => {
         let data = '';
         res.setEncoding('utf8');

@@ -1,11 +1,12 @@
 import { execFile } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync, chownSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { ServerStartError, StateError } from '../core/errors.js';
+import { ConfigError, ServerStartError, StateError } from '../core/errors.js';
 import { optionalString, requireNumber, requireOptions } from '../core/validate.js';
 import { freePort } from './net.js';
 import { makeTempDir, type SpawnSpec } from './process.js';
+import type { TestCertificates } from './tls.js';
 import { LocalServer } from './server.js';
 
 const run = promisify(execFile);
@@ -17,9 +18,17 @@ export interface PostgresServerOptions {
   binDir?: string;
   /** Extra `-c name=value` settings. */
   settings?: Record<string, string | number>;
+  /** Serve TLS (`ssl=on`) with these certificates (owned by the server's user). */
+  ssl?: TestCertificates;
+  /**
+   * Lines that replace `pg_hba.conf`, e.g. `['hostssl all app 127.0.0.1/32 scram-sha-256']`.
+   * `local all all trust` and `host all postgres 127.0.0.1/32 trust` (the kit's superuser) are
+   * always kept first. @default initdb's: trust for everyone
+   */
+  hba?: string[];
 }
 
-function findBinDir(): string {
+export function findBinDir(): string {
   const base = '/usr/lib/postgresql';
   const versions = existsSync(base)
     ? readdirSync(base)
@@ -33,7 +42,7 @@ function findBinDir(): string {
 }
 
 /** The user Postgres runs as: `postgres` when we are root (Postgres refuses root), else ourselves. */
-function postgresUser(): { uid: number; gid: number } | undefined {
+export function postgresUser(): { uid: number; gid: number } | undefined {
   if (process.getuid?.() !== 0) return undefined;
   const line = readFileSync('/etc/passwd', 'utf8')
     .split('\n')
@@ -82,6 +91,8 @@ export class PostgresServer extends LocalServer {
   readonly #binDir: string;
   readonly #settings: Record<string, string | number>;
   readonly #owner = postgresUser();
+  readonly #ssl: TestCertificates | undefined;
+  readonly #hba: string[] | undefined;
 
   constructor(options?: PostgresServerOptions) {
     super();
@@ -90,6 +101,11 @@ export class PostgresServer extends LocalServer {
     this.#fixedPort = o.port !== undefined;
     this.#binDir = o.binDir === undefined ? findBinDir() : optionalString('binDir', o.binDir, '');
     this.#settings = requireOptions('settings', o.settings);
+    this.#ssl = o.ssl;
+    if (o.hba !== undefined && (!Array.isArray(o.hba) || o.hba.some((l) => typeof l !== 'string' || /[\r\n]/.test(l)))) {
+      throw new ConfigError('hba', 'must be a list of single pg_hba.conf lines');
+    }
+    this.#hba = o.hba;
     this.stopSignal = 'SIGINT'; // "fast" shutdown; SIGTERM waits for clients to leave
     this.gracefulStop = true;
     this.readyTimeoutMs = 30_000;
@@ -121,6 +137,16 @@ export class PostgresServer extends LocalServer {
   protected override async initDataDir(dir: string): Promise<void> {
     const src = await template(this.#binDir, this.#owner);
     await run('cp', ['-a', src, join(dir, 'pgdata')]);
+    if (this.#hba) {
+      const file = join(dir, 'pgdata', 'pg_hba.conf');
+      writeFileSync(file, ['local all all trust', `host all postgres ${this.host}/32 trust`, ...this.#hba, ''].join('\n'));
+      if (this.#owner) chownSync(file, this.#owner.uid, this.#owner.gid);
+    }
+  }
+
+  /** The CA a client must trust when the server serves TLS. */
+  get ca(): string | undefined {
+    return this.#ssl?.ca;
   }
 
   protected spawnSpec(dir: string): SpawnSpec {
@@ -132,6 +158,7 @@ export class PostgresServer extends LocalServer {
       max_connections: 200,
       // Segments live in the data dir, so even a SIGKILLed server leaks nothing in /dev/shm.
       dynamic_shared_memory_type: 'mmap',
+      ...(this.#ssl ? { ssl: 'on', ssl_cert_file: this.#ssl.certFile, ssl_key_file: this.#ssl.keyFile, ssl_ca_file: this.#ssl.caFile } : {}),
       ...this.#settings,
     };
     return {
@@ -143,6 +170,8 @@ export class PostgresServer extends LocalServer {
       env: { ...process.env, LC_ALL: 'C.UTF-8' },
       cwd: dir,
       logFile: join(dir, 'server.log'),
+      // Backends setsid() out of the postmaster's group: pause and resume must reach them too.
+      signalDescendants: true,
     };
   }
 

@@ -21,6 +21,8 @@ export interface SpawnSpec {
   gid?: number;
   /** Append stdout and stderr here. */
   logFile: string;
+  /** Signal every descendant too, not only the process group (servers whose children setsid). */
+  signalDescendants?: boolean;
 }
 
 const TAIL_BYTES = 16 * 1024;
@@ -32,6 +34,7 @@ const TAIL_BYTES = 16 * 1024;
  */
 export class ManagedProcess {
   readonly pid: number;
+  readonly #signalDescendants: boolean;
   readonly exited: Promise<ExitInfo>;
   #child: ChildProcess;
   #exit: ExitInfo | undefined;
@@ -39,6 +42,7 @@ export class ManagedProcess {
   #log: WriteStream;
 
   private constructor(spec: SpawnSpec) {
+    this.#signalDescendants = spec.signalDescendants ?? false;
     this.#log = createWriteStream(spec.logFile, { flags: 'a' });
     this.#child = spawn(spec.command, spec.args, {
       cwd: spec.cwd,
@@ -94,7 +98,7 @@ export class ManagedProcess {
 
   /** Sends `sig` to the whole process group. */
   signal(sig: NodeJS.Signals): void {
-    if (this.running) signalGroup(this.pid, sig);
+    if (this.running) signalGroup(this.pid, sig, this.#signalDescendants);
   }
 
   /** SIGKILLs the group and waits for the exit. */

@@ -74,15 +74,20 @@ function alive(pid: number): boolean {
   }
 }
 
-/** Sends `sig` to the process group led by `pid` (or to `pid` alone when it leads none). */
-export function signalGroup(pid: number, sig: NodeJS.Signals): void {
-  // Postgres backends call setsid(): they leave the server's process group, so the group alone
-  // would SIGSTOP the postmaster and leave every backend answering. Signal the descendants too.
-  for (const child of descendants(pid)) {
-    try {
-      process.kill(child, sig);
-    } catch {
-      // already gone
+/**
+ * Sends `sig` to the process group led by `pid` (or to `pid` alone when it leads none), and with
+ * `withDescendants` to every descendant too: Postgres backends call setsid(), leaving the
+ * server's group, so the group alone would SIGSTOP the postmaster and leave every backend
+ * answering.
+ */
+export function signalGroup(pid: number, sig: NodeJS.Signals, withDescendants = false): void {
+  if (withDescendants) {
+    for (const child of descendants(pid)) {
+      try {
+        process.kill(child, sig);
+      } catch {
+        // already gone
+      }
     }
   }
   try {

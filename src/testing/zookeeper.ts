@@ -1,5 +1,6 @@
 import { mkdirSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { createHash } from 'node:crypto';
 import { ConfigError, StateError } from '../core/errors.js';
 import { optionalNumber, optionalString, requireOptions } from '../core/validate.js';
 import { freePort, freePorts, tcpExchange } from './net.js';
@@ -18,6 +19,16 @@ export interface ZooKeeperServerOptions {
   classpath?: string;
   /** @default 'java' */
   java?: string;
+  /**
+   * Password of ZooKeeper's `super` user (digest auth `super:<password>` passes every ACL), for
+   * tests that must look behind ACLs. @default none
+   */
+  superPassword?: string;
+}
+
+/** ZooKeeper's digest of `user:password`: base64(SHA-1(`user:password`)). */
+function digestHash(user: string, password: string): string {
+  return createHash('sha1').update(`${user}:${password}`).digest('base64');
 }
 
 const FOUR_LETTER_WORDS = 'ruok,srvr,mntr,stat,conf,cons,wchs,wchp,wchc,dump,isro,envi';
@@ -65,6 +76,7 @@ export class ZooKeeperServer extends LocalServer {
       maxSessionTimeout,
       classpath: optionalString('classpath', o.classpath, defaultClasspath()),
       java: optionalString('java', o.java, 'java'),
+      superPassword: optionalString('superPassword', o.superPassword, ''),
     };
     this.name = member ? `zookeeper-${member.id}` : 'zookeeper';
     if (member) {
@@ -134,6 +146,7 @@ export class ZooKeeperServer extends LocalServer {
       command: o.java,
       args: [
         '-Xms64m', '-Xmx256m', '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1', '-Dzookeeper.forceSync=no',
+        ...(o.superPassword ? [`-Dzookeeper.DigestAuthenticationProvider.superDigest=super:${digestHash('super', o.superPassword)}`] : []),
         '-cp', o.classpath, 'org.apache.zookeeper.server.quorum.QuorumPeerMain', join(dir, 'zoo.cfg'),
       ],
       cwd: dir,

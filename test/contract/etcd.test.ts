@@ -3,7 +3,8 @@ import { EtcdServer } from '../../src/testing/index.js';
 import { EtcdElection, EtcdSession, createEtcdClient } from '../../src/recipes/etcd/index.js';
 import type { Etcd3 } from 'etcd3';
 import type { Candidate } from '../../src/index.js';
-import { candidateContract } from './candidate.js';
+import { candidateContract, type CandidateBackend } from './candidate.js';
+import { managerContract } from './manager.js';
 
 let etcd: EtcdServer;
 let client: Etcd3;
@@ -22,7 +23,7 @@ afterAll(async () => {
   await etcd?.stop();
 });
 
-candidateContract('etcd EtcdElection', () => ({
+const backend = (): CandidateBackend => ({
   ttlMs: 2000,
   async make(name, id, clock) {
     const session = await EtcdSession.create({ client, ttlMs: 2000, ...(clock ? { clock } : {}) });
@@ -37,4 +38,7 @@ candidateContract('etcd EtcdElection', () => ({
     return (await client.getAll().prefix(`contract/${name}/`).keys()).length;
   },
   async cleanup() {},
-}));
+});
+
+candidateContract('etcd EtcdElection', backend);
+managerContract('etcd EtcdElection', backend);

@@ -3,7 +3,8 @@ import type pg from 'pg';
 import { makePool } from '../postgres/helpers.js';
 import { PostgresServer } from '../../src/testing/index.js';
 import { PgElection, advisoryKey } from '../../src/recipes/postgres/index.js';
-import { candidateContract } from './candidate.js';
+import { candidateContract, type CandidateBackend } from './candidate.js';
+import { managerContract } from './manager.js';
 
 let server: PostgresServer;
 let pool: pg.Pool;
@@ -24,7 +25,7 @@ async function lockers(name: string): Promise<number[]> {
   return r.rows.map((row: { pid: number }) => row.pid);
 }
 
-candidateContract('Postgres PgElection', () => ({
+const backend = (): CandidateBackend => ({
   ttlMs: 3000,
   async make(name, id, clock) {
     return new PgElection(pool, name, { id, ttlMs: 3000, backoff: { initialMs: 10, maxMs: 100 }, observeIntervalMs: 100, ...(clock ? { clock } : {}) });
@@ -36,4 +37,7 @@ candidateContract('Postgres PgElection', () => ({
     return (await lockers(name)).length;
   },
   async cleanup() {},
-}));
+});
+
+candidateContract('Postgres PgElection', backend);
+managerContract('Postgres PgElection', backend);

@@ -3,7 +3,8 @@ import type { Redis } from 'ioredis';
 import { RedisServer } from '../../src/testing/index.js';
 import { RedisElection } from '../../src/recipes/redis/index.js';
 import { backdateBoot, client } from '../redis/helpers.js';
-import { candidateContract } from './candidate.js';
+import { candidateContract, type CandidateBackend } from './candidate.js';
+import { managerContract } from './manager.js';
 
 const prefix = 'contract:';
 let server: RedisServer;
@@ -19,7 +20,7 @@ afterAll(async () => {
   await server?.stop();
 });
 
-candidateContract('Redis RedisElection', () => ({
+const backend = (): CandidateBackend => ({
   ttlMs: 2000,
   lossNoticeSlackMs: 50,
   async make(name, id, clock) {
@@ -33,4 +34,7 @@ candidateContract('Redis RedisElection', () => ({
     return (await redis.exists(`${prefix}lock:{${name}}`)) + (await redis.zcard(`${prefix}queue:{${name}}`));
   },
   async cleanup() {},
-}));
+});
+
+candidateContract('Redis RedisElection', backend);
+managerContract('Redis RedisElection', backend);

@@ -4,7 +4,8 @@ import { ZooKeeperServer } from '../../src/testing/index.js';
 import { LeaderLatch, ZkSession } from '../../src/recipes/zk/index.js';
 import type { Candidate } from '../../src/index.js';
 import { children, expireSession, rawClient } from '../zk/helpers.js';
-import { candidateContract } from './candidate.js';
+import { candidateContract, type CandidateBackend } from './candidate.js';
+import { managerContract } from './manager.js';
 
 let zk: ZooKeeperServer;
 let raw: zookeeper.Client;
@@ -23,7 +24,7 @@ afterAll(async () => {
   await zk?.stop();
 });
 
-candidateContract('ZooKeeper LeaderLatch', () => ({
+const backend = (): CandidateBackend => ({
   ttlMs: 3000,
   async make(name, id, clock) {
     const session = await ZkSession.create({ connectionString: zk.connectionString, ttlMs: 3000, ...(clock ? { clock } : {}) });
@@ -38,4 +39,7 @@ candidateContract('ZooKeeper LeaderLatch', () => ({
     return (await children(raw, `/contract/${name}`)).length;
   },
   async cleanup() {},
-}));
+});
+
+candidateContract('ZooKeeper LeaderLatch', backend);
+managerContract('ZooKeeper LeaderLatch', backend);

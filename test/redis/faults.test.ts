@@ -18,7 +18,7 @@ beforeAll(async () => {
   server = await new RedisServer().start();
   redis = client(server.port);
   redis.on('error', () => undefined);
-  await backdateBoot(redis, prefix);
+  await backdateBoot(redis, prefix, 'kleppmann', 'blackhole', 'paused-server', 'restart');
 });
 
 afterEach(async () => {

@@ -29,15 +29,15 @@ export async function warmPrefix(redis: Redis, prefix: string, guardMs: number):
 export const eventually = <V>(fn: () => Promise<V | undefined>, timeoutMs = 15_000, everyMs = 10): Promise<V> => pollValue(fn, timeoutMs, everyMs);
 
 /**
- * Backdates the boot marker under `prefix` by an hour: the dataset looks long-seen, so the
- * restart guard does not hold (tests of other behaviour need not sit it out). The restart test
- * kills the server, which removes the marker for real.
+ * Backdates the epoch markers of `names` under `prefix` by an hour: their datasets look
+ * long-seen on this replication history, so the restart guard does not hold (tests of other
+ * behaviour need not sit it out). The restart test kills the server, which removes them for real.
  */
-export async function backdateBoot(redis: Redis, prefix: string): Promise<void> {
+export async function backdateBoot(redis: Redis, prefix: string, ...names: string[]): Promise<void> {
   const [sec, usec] = await redis.time();
   const us = BigInt(sec ?? 0) * 1_000_000n + BigInt(usec ?? 0) - 3_600_000_000n;
-  await redis.del(`${prefix}boot`);
-  await redis.incrby(`${prefix}boot`, us.toString());
+  const replid = /master_replid:(\w+)/.exec(await redis.info('replication'))?.[1] ?? '';
+  for (const name of names) await redis.hset(`${prefix}epoch:{${name}}`, 'replid', replid, 'since', us.toString());
 }
 
 export const fixture = (name: string): string => new URL(`./fixtures/${name}`, import.meta.url).pathname;

@@ -63,12 +63,12 @@ describe('RedisLock', () => {
   });
 
   it('keeps the lease alive past several TTLs by renewing it', async () => {
-    const lock = new RedisLock(redis, fresh(), { ...base, ttlMs: 300 });
+    const lock = new RedisLock(redis, fresh(), { ...base, ttlMs: 1000 });
     const lease = await lock.acquire();
-    await new Promise((r) => setTimeout(r, 1200));
+    await new Promise((r) => setTimeout(r, 3500));
     expect(lease.lost).toBe(false);
     expect(lease.remainingMs()).toBeGreaterThan(0);
-    const other = new RedisLock(redis, lock.name, { ...base, ttlMs: 300 });
+    const other = new RedisLock(redis, lock.name, { ...base, ttlMs: 1000 });
     expect(await other.tryAcquire()).toBeUndefined();
     await lease.release();
     await Promise.all([lock.close(), other.close()]);
@@ -216,9 +216,10 @@ describe('the restart guard', () => {
     const young = await new RedisServer().start();
     const r = client(young.port);
     try {
-      const lock = new RedisLock(r, fresh(), { keyPrefix: 'guard:', ttlMs: 1500 });
-      expect(await lock.tryAcquire()).toBeUndefined(); // writes the boot marker: the guard holds
-      expect(await r.exists('guard:boot')).toBe(1);
+      const name = fresh();
+      const lock = new RedisLock(r, name, { keyPrefix: 'guard:', ttlMs: 1500 });
+      expect(await lock.tryAcquire()).toBeUndefined(); // writes the epoch marker: the guard holds
+      expect(await r.exists(`guard:epoch:{${name}}`)).toBe(1);
       expect(await lock.tryAcquire()).toBeUndefined();
       const t0 = performance.now();
       const lease = await lock.acquire({ timeoutMs: 15_000 });
@@ -236,10 +237,11 @@ describe('the restart guard', () => {
       const up = Number(/uptime_in_seconds:(\d+)/.exec(await redis.info('server'))?.[1]);
       return up >= 3 ? true : undefined; // up to 1 s more than the real uptime
     }, 10_000);
-    const lock = new RedisLock(redis, fresh(), { keyPrefix: 'old-server:', ttlMs: 1000 });
+    const name = fresh();
+    const lock = new RedisLock(redis, name, { keyPrefix: 'old-server:', ttlMs: 1000 });
     const lease = await lock.tryAcquire();
     expect(lease).toBeDefined();
-    expect(await redis.exists('old-server:boot')).toBe(1);
+    expect(await redis.exists(`old-server:epoch:{${name}}`)).toBe(1);
     await lease?.release();
     await lock.close();
   });

@@ -90,7 +90,13 @@ export class EtcdElection implements Candidate {
     try {
       const value = Buffer.from(this.id);
       const got = await this.#queue.acquire(value, scope.signal);
-      return this.#begin(got!.slot, got!.fence, value);
+      const term = this.#begin(got!.slot, got!.fence, value);
+      if (scope.signal.aborted) {
+        // Won just as the caller gave up: hand it back rather than leak a term nobody runs.
+        await term.release().catch(() => undefined);
+        throw scope.signal.reason;
+      }
+      return term;
     } finally {
       this.#campaigning = false;
       scope.dispose();

@@ -14,8 +14,15 @@ export function retryableEtcdError(e: unknown): boolean {
   return etcd3.isRecoverableError(e) || e instanceof etcd3.GRPCDeadlineExceededError || e instanceof etcd3.GRPCUnavailableError || e.constructor === etcd3.GRPCGenericError;
 }
 
+/**
+ * Refusals etcd sends as plain gRPC statuses: a wrong password arrives as
+ * `3 INVALID_ARGUMENT: etcdserver: authentication failed, invalid user ID or password`.
+ */
+const DENIED = /etcdserver: (permission denied|authentication failed|user name (is )?empty|role is not granted|invalid auth token)/i;
+
 function isRefusal(e: Error): boolean {
   return (
+    DENIED.test(e.message) ||
     e instanceof etcd3.EtcdPermissionDeniedError ||
     e instanceof etcd3.EtcdAuthenticationFailedError ||
     e instanceof etcd3.EtcdInvalidAuthTokenError ||
@@ -39,7 +46,8 @@ export function toTenureError(e: unknown, what: string, endpoint: string | undef
     e instanceof etcd3.EtcdAuthenticationFailedError ||
     e instanceof etcd3.EtcdInvalidAuthTokenError ||
     e instanceof etcd3.EtcdRoleNotGrantedError ||
-    e instanceof etcd3.GRPCUnauthenticatedError
+    e instanceof etcd3.GRPCUnauthenticatedError ||
+    DENIED.test(e.message)
   ) {
     return new PermissionDeniedError('etcd', `${what}: ${e.message}`, cause);
   }

@@ -49,7 +49,12 @@ export class EtcdMutex implements AsyncDisposable {
     const scope = waitScope(`mutex ${this.name}: acquire`, { signal: o.signal ? AbortSignal.any([o.signal, this.#closing.signal]) : this.#closing.signal, timeoutMs: o.timeoutMs });
     try {
       const got = await this.#queue.acquire(Buffer.alloc(0), scope.signal);
-      return this.#hold(got!.slot, got!.fence);
+      const lease = this.#hold(got!.slot, got!.fence);
+      if (scope.signal.aborted) {
+        await lease.release().catch(() => undefined); // won just as the caller gave up
+        throw scope.signal.reason;
+      }
+      return lease;
     } finally {
       this.#busy = false;
       scope.dispose();

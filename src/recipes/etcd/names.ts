@@ -28,12 +28,18 @@ export function requireSession(value: unknown): EtcdSession {
   return value;
 }
 
-/** A value to store: a string (UTF-8) or bytes. */
+/** Largest value tenure stores in a key (etcd refuses requests over 1.5 MiB by default). */
+const MAX_VALUE_BYTES = 1024 * 1024;
+
+/** A value to store: a string (UTF-8) or bytes, at most 1 MiB. */
 export function toValue(field: string, value: unknown): Buffer {
-  if (typeof value === 'string') return Buffer.from(value);
-  if (Buffer.isBuffer(value)) return value;
-  if (value instanceof Uint8Array) return Buffer.from(value);
-  throw new ConfigError(field, 'must be a string or a Buffer');
+  let b: Buffer;
+  if (typeof value === 'string') b = Buffer.from(value);
+  else if (Buffer.isBuffer(value)) b = value;
+  else if (value instanceof Uint8Array) b = Buffer.from(value);
+  else throw new ConfigError(field, 'must be a string or a Buffer');
+  if (b.length > MAX_VALUE_BYTES) throw new ConfigError(field, `must be at most ${MAX_VALUE_BYTES} bytes, got ${b.length}`);
+  return b;
 }
 
 /**

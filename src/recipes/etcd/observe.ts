@@ -71,6 +71,7 @@ export function leaderOf(kv: IKeyValue, fence: bigint | undefined): EtcdLeaderIn
 
 /** Waits for the first event on a key (or under a prefix) from `fromRev`. */
 async function nextChange(client: Etcd3, key: Buffer, fromRev: bigint, prefix: boolean, signal: AbortSignal): Promise<void> {
+  signal.throwIfAborted(); // (an abort during the read before: no 'abort' event will come)
   const b = client.watch().startRevision(String(fromRev));
   const w = (prefix ? b.prefix(key) : b.key(key)).watcher();
   let onAbort: (() => void) | undefined;

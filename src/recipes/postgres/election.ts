@@ -54,6 +54,7 @@ export class PgElection extends LeaseCandidate {
 
 /** Resolves after `ms` or on abort; never rejects. */
 function sleepQuietly(ms: number, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
   return new Promise((resolve) => {
     const done = (): void => {
       clearTimeout(t);

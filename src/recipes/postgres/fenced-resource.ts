@@ -17,6 +17,16 @@ export interface PostgresFencedResourceOptions {
   callTimeoutMs?: number;
 }
 
+export interface PostgresFencedWriteOptions {
+  /** Run in this client's open transaction (e.g. `ctx.client` of withXactLock) instead of taking a connection. */
+  client?: PoolClient;
+}
+
+/** Raises the resource's fence to $2 unless it is already higher (then no row comes back). */
+const UPSERT = `INSERT INTO tenure_fence (resource, fence) VALUES ($1, $2)
+  ON CONFLICT (resource) DO UPDATE SET fence = EXCLUDED.fence WHERE tenure_fence.fence <= EXCLUDED.fence
+  RETURNING fence`;
+
 /**
  * A {@link FencedResource} in Postgres: `write(fence, async (tx) => …)` runs your statements in
  * the same transaction as the guarded upsert of the resource's row in `tenure_fence`
@@ -41,10 +51,21 @@ export class PostgresFencedResource implements FencedResource<PoolClient> {
     this.#callTimeoutMs = optionalNumber('callTimeoutMs', requireOptions('options', options).callTimeoutMs, 5000, { integer: true, min: 1, max: 2 ** 31 - 1 });
   }
 
-  async write<T>(fence: bigint, fn: (tx: PoolClient) => T | Promise<T>): Promise<T> {
+  /**
+   * Checks `fence` and runs `fn` in one transaction. With `options.client` (e.g. `ctx.client` of
+   * {@link withXactLock}) it runs in that client's open transaction instead: no second
+   * connection, one commit for lock, fence and data. Why: a holder that needed a second pool
+   * connection for its fenced write while every other connection waited for its lock stalled the
+   * whole pool (measured: 3 grants in 10 s instead of ~2,000, freed only by lock_timeout). On
+   * that path a stale fence throws StaleFenceError and leaves rolling back to the owner of the
+   * transaction (withXactLock rolls back when its function throws).
+   */
+  async write<T>(fence: bigint, fn: (tx: PoolClient) => T | Promise<T>, options?: PostgresFencedWriteOptions): Promise<T> {
     requireFence(fence);
     if (fence > MAX_BIGINT) throw new ConfigError('fence', `must fit a Postgres bigint (at most ${MAX_BIGINT}), got ${fence}`);
     requireFunction('fn', fn);
+    const o = requireOptions('options', options);
+    if (o.client !== undefined) return this.#writeIn(o.client, fence, fn);
     await ensureSchema(this.#pool, { callTimeoutMs: this.#callTimeoutMs });
     const client = await connectWithin(this.#pool, this.#callTimeoutMs, `fenced write to ${this.name}`);
     let broken: Error | undefined;
@@ -54,14 +75,7 @@ export class PostgresFencedResource implements FencedResource<PoolClient> {
     const bound = <R>(q: Promise<R>): Promise<R> => queryWithin(q, this.#callTimeoutMs, `fenced write to ${this.name}`, pgEndpoint(this.#pool), () => (broken ??= new TenureError('postgres: no answer in time')));
     try {
       await bound(client.query('BEGIN'));
-      const r = await bound(
-        client.query(
-          `INSERT INTO tenure_fence (resource, fence) VALUES ($1, $2)
-           ON CONFLICT (resource) DO UPDATE SET fence = EXCLUDED.fence WHERE tenure_fence.fence <= EXCLUDED.fence
-           RETURNING fence`,
-          [this.name, fence.toString()],
-        ),
-      );
+      const r = await bound(client.query(UPSERT, [this.name, fence.toString()]));
       if (r.rowCount === 0) {
         const h = await bound(client.query('SELECT fence::text AS fence FROM tenure_fence WHERE resource = $1', [this.name]));
         await bound(client.query('ROLLBACK'));
@@ -77,6 +91,17 @@ export class PostgresFencedResource implements FencedResource<PoolClient> {
       client.off('error', onError);
       client.release(broken);
     }
+  }
+
+  async #writeIn<T>(client: PoolClient, fence: bigint, fn: (tx: PoolClient) => T | Promise<T>): Promise<T> {
+    if (typeof (client as { query?: unknown }).query !== 'function') throw new ConfigError('client', 'must be a pg client in an open transaction');
+    const what = `fenced write to ${this.name}`;
+    const r = await queryWithin(client.query(UPSERT, [this.name, fence.toString()]), this.#callTimeoutMs, what, pgEndpoint(this.#pool));
+    if (r.rowCount === 0) {
+      const h = await queryWithin(client.query('SELECT fence::text AS fence FROM tenure_fence WHERE resource = $1', [this.name]), this.#callTimeoutMs, what, pgEndpoint(this.#pool));
+      throw new StaleFenceError(fence, BigInt((h.rows[0]?.fence as string | undefined) ?? '0'), this.name);
+    }
+    return fn(client);
   }
 
   async highestFence(): Promise<bigint> {

@@ -8,5 +8,5 @@ export { withXactLock, tryWithXactLock, type XactLockContext, type XactLockOptio
 export { PgSessionLock, type PgLockOptions } from './session-lock.js';
 export { PgElection, type PgElectionOptions } from './election.js';
 export { advisoryKey, DEFAULT_NAMESPACE, type AdvisoryKey } from './keys.js';
-export { ensureSchema, SCHEMA_SQL, type EnsureSchemaOptions } from './schema.js';
-export { PostgresFencedResource, type PostgresFencedResourceOptions } from './fenced-resource.js';
+export { ensureSchema, SCHEMA_SQL, GRANTS_SQL, type EnsureSchemaOptions } from './schema.js';
+export { PostgresFencedResource, type PostgresFencedResourceOptions, type PostgresFencedWriteOptions } from './fenced-resource.js';

@@ -29,6 +29,17 @@ CREATE UNLOGGED TABLE IF NOT EXISTS tenure_holder (
   pid integer NOT NULL
 );`;
 
+/**
+ * The least privileges of every Postgres recipe and PostgresFencedResource, for a role that may
+ * not CREATE (run `SCHEMA_SQL` once as an owner, then this with the role's name): nextval on the
+ * fence sequence, read/insert/update of the fence and holder tables. Advisory locks and
+ * cancelling one's own abandoned waits (the protocol's CancelRequest) need no grant.
+ */
+export const GRANTS_SQL = (role: string): string => `
+GRANT USAGE ON SEQUENCE tenure_fence_seq TO ${role};
+GRANT SELECT, INSERT, UPDATE ON tenure_fence TO ${role};
+GRANT SELECT, INSERT, UPDATE ON tenure_holder TO ${role};`;
+
 const ready = new WeakMap<Pool, Promise<void>>();
 
 /**
@@ -41,12 +52,30 @@ export interface EnsureSchemaOptions {
 }
 
 export function ensureSchema(pool: Pool, options?: EnsureSchemaOptions): Promise<void> {
-  const ms = optionalNumber('callTimeoutMs', requireOptions('options', options).callTimeoutMs, 10_000, { integer: true, min: 1, max: 2 ** 31 - 1 });
+  let ms: number;
+  try {
+    ms = optionalNumber('callTimeoutMs', requireOptions('options', options).callTimeoutMs, 10_000, { integer: true, min: 1, max: 2 ** 31 - 1 });
+  } catch (e) {
+    return Promise.reject(e); // a promise-returning function never throws
+  }
   let p = ready.get(pool);
   if (!p) {
     p = (async () => {
       const client = await connectWithin(pool, ms, 'ensureSchema');
       try {
+        // A role without CREATE on the schema (PG 15's default for public) may still use a schema
+        // an owner made: `CREATE … IF NOT EXISTS` checks the CREATE privilege before existence.
+        const have = await queryWithin(
+          client.query("SELECT to_regclass('tenure_fence_seq') IS NOT NULL AND to_regclass('tenure_fence') IS NOT NULL AND to_regclass('tenure_holder') IS NOT NULL AS ok"),
+          ms,
+          'ensureSchema',
+          pgEndpoint(pool),
+          () => client.release(true),
+        );
+        if (have.rows[0]?.ok === true) {
+          client.release();
+          return;
+        }
         await queryWithin(client.query(`BEGIN; SELECT pg_advisory_xact_lock(${keyArgs(SCHEMA_LOCK)}); ${SCHEMA_SQL} COMMIT;`), ms, 'ensureSchema', pgEndpoint(pool), () => client.release(true));
         client.release();
       } catch (e) {

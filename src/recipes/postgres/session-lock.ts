@@ -1,4 +1,4 @@
-import type { Pool } from 'pg';
+import type { Pool, QueryResult } from 'pg';
 import { raceSignal, waitScope } from '../../core/abort.js';
 import type { LeaderInfo } from '../../core/candidate.js';
 import type { Clock } from '../../core/clock.js';
@@ -15,9 +15,9 @@ export interface PgLockOptions {
   /** This participant's id, recorded while it holds; what `holder()` shows. @default a random UUID */
   id?: string;
   /**
-   * Makes the pinned connection a lease the server enforces (`idle_session_timeout` = `ttlMs`,
-   * a heartbeat every `ttlMs / 3`, a local deadline `ttlMs − safetyMarginMs` after the last
-   * acknowledged heartbeat's send). Needs Postgres ≥ 14.
+   * Makes the pinned connection a lease the server enforces (the lock's transaction sets
+   * `idle_in_transaction_session_timeout` = `ttlMs`; a heartbeat every `ttlMs / 3`, a local
+   * deadline `ttlMs − safetyMarginMs` after the last acknowledged heartbeat's send).
    * @default undefined: no heartbeat; the lease lasts as long as the connection
    */
   ttlMs?: number;
@@ -39,6 +39,15 @@ export interface PgLockOptions {
 }
 
 /** Throws a ConfigError unless `pool` is a pg Pool (a plain pg.Client cannot pin connections). */
+/** How long an acquire waits for its holder row to be written (see #claim). */
+const CLAIM_MS = 1000;
+
+/** The rows of the last statement of a multi-statement simple query. */
+export function lastRows(r: QueryResult | QueryResult[]): Record<string, unknown>[] {
+  const last = Array.isArray(r) ? r[r.length - 1] : r;
+  return (last?.rows ?? []) as Record<string, unknown>[];
+}
+
 export function requirePool(pool: unknown): Pool {
   if (!pool || typeof (pool as Pool).connect !== 'function' || typeof (pool as Pool).query !== 'function' || typeof (pool as { totalCount?: unknown }).totalCount !== 'number') {
     throw new ConfigError('pool', 'must be a pg Pool (new pg.Pool(...)), not a single pg.Client');
@@ -47,10 +56,11 @@ export function requirePool(pool: unknown): Pool {
 }
 
 /**
- * A session-level advisory lock for work that spans transactions. `acquire()` pins one client out
- * of the pool for the lease's life (pool churn cannot touch it), waits in `pg_advisory_lock`,
- * takes the fence from `tenure_fence_seq` and records the holder, all in one statement, and aborts
- * the lease's signal if that connection dies. Prefer {@link withXactLock} when the work fits in
+ * A lock for work that spans transactions. `acquire()` pins one client out of the pool for the
+ * lease's life (pool churn cannot touch it), opens a transaction on it that lasts the lease (so a
+ * transaction pooler pins the server connection too, see session.ts), waits in
+ * `pg_advisory_xact_lock`, takes the fence from `tenure_fence_seq` in the same statement, records
+ * the holder, and aborts the lease's signal if that connection dies. Prefer {@link withXactLock} when the work fits in
  * one transaction. One lock object is one participant: a second `acquire()` while it waits or
  * holds rejects with BusyError.
  *
@@ -114,27 +124,27 @@ export class PgSessionLock implements AsyncDisposable {
       session = await PgSession.create(this.#pool, this.#timing, scope.signal);
       const s = session;
       const sentAt = this.#timing.clock.now();
-      const take = tryOnly ? `SELECT nextval('tenure_fence_seq') AS fence WHERE pg_try_advisory_lock(${keyArgs(this.#key)})` : `SELECT nextval('tenure_fence_seq') AS fence FROM (SELECT pg_advisory_lock(${keyArgs(this.#key)})) AS l`;
-      // One statement: the lock, then the fence, then the holder row (a CTE with volatile functions is never inlined, so they run in this order).
-      const q = s.query(
-        `WITH f AS (${take})
-         INSERT INTO tenure_holder (name, holder_id, fence, pid) SELECT $1, $2, fence, pg_backend_pid() FROM f
-         ON CONFLICT (name) DO UPDATE SET holder_id = EXCLUDED.holder_id, fence = EXCLUDED.fence, pid = EXCLUDED.pid
-         RETURNING fence::text AS fence`,
-        [this.name, this.id],
-      );
+      // The lock is the transaction's (see session.ts: a session-level lock broke behind a
+      // transaction pooler); the fence comes after the grant, in the same statement.
+      const k = keyArgs(this.#key);
+      const take = tryOnly
+        ? `SELECT nextval('tenure_fence_seq')::text AS fence, pg_backend_pid() AS pid WHERE pg_try_advisory_xact_lock(${k})`
+        : `SELECT nextval('tenure_fence_seq')::text AS fence, pg_backend_pid() AS pid FROM (SELECT pg_advisory_xact_lock(${k})) AS l`;
+      const q = s.query(s.lockSql(take));
       // A try answers at once, so it is bounded like any call; a wait is bounded by the caller.
       const answered = tryOnly ? queryWithin(q, this.#timing.callTimeoutMs, `postgres lock '${this.name}': tryAcquire`, pgEndpoint(this.#pool), () => void s.close(true)) : q;
       const r = await raceSignal(answered, scope.signal).catch(async (e: unknown) => {
         answered.catch(() => undefined);
-        if (scope.signal.aborted) await s.abandon(this.#pool);
+        if (scope.signal.aborted) await s.abandon(q);
         throw toTenureError(e, `postgres lock '${this.name}': acquire`, pgEndpoint(this.#pool));
       });
-      const fence = r.rows[0]?.fence as string | undefined;
-      if (fence === undefined) {
+      const row = lastRows(r)[0] as { fence: string; pid: number } | undefined;
+      if (row === undefined) {
         await s.close();
         return undefined;
       }
+      const fence = row.fence;
+      await this.#claim(BigInt(fence), row.pid);
       s.startHeartbeat(sentAt);
       const ctl = this.#lease(s, BigInt(fence));
       if (this.#closing.signal.aborted) await ctl.release();
@@ -150,8 +160,8 @@ export class PgSessionLock implements AsyncDisposable {
 
   /**
    * The lease of the lock held on `session`: its signal derives from the session's, its release
-   * unlocks and returns the connection (or destroys it if unlocking fails, so a client holding a
-   * lock never goes back to the pool).
+   * rolls the lock's transaction back and returns the connection (or destroys it if that fails,
+   * so a client holding a lock never goes back to the pool).
    */
   #lease(session: PgSession, fence: bigint): LeaseController {
     const ctl: LeaseController = new LeaseController({
@@ -160,17 +170,11 @@ export class PgSessionLock implements AsyncDisposable {
       parent: session.signal,
       deadline: () => session.deadline,
       clock: this.#timing.clock,
+      // The lock is the transaction's: close() rolls it back (bounded; past the bound the
+      // connection is destroyed and the server drops the lock with it).
       release: async () => {
         if (this.#held === ctl) this.#held = undefined;
-        if (session.signal.aborted) return session.close(true);
-        let unlocked = false;
-        try {
-          // Past the bound the connection is destroyed: the server drops the lock with it.
-          const r = await queryWithin(session.query(`SELECT pg_advisory_unlock(${keyArgs(this.#key)}) AS ok`), this.#timing.callTimeoutMs, `postgres lock '${this.name}': release`, pgEndpoint(this.#pool));
-          unlocked = r.rows[0]?.ok === true;
-        } finally {
-          await session.close(!unlocked);
-        }
+        await session.close(session.signal.aborted);
       },
     });
     ctl.lease.signal.addEventListener(
@@ -189,6 +193,28 @@ export class PgSessionLock implements AsyncDisposable {
    * (a row whose backend no longer holds it is never reported). A holder that took the same key
    * another way (an xact lock of the same name) is reported with id `pid:<backend pid>` and no fence.
    */
+  /**
+   * Records who holds the lock (`tenure_holder`) for {@link holder}. It cannot go in the lock's
+   * own transaction (uncommitted, nobody would see it), so it is its own short transaction on the
+   * pool, bounded: a pool whose every connection waits for this very lock must not keep the
+   * holder from its lease. A row never overwrites a newer holder's (the fence guards it), and
+   * holder() believes a row only while its pid holds the lock.
+   */
+  async #claim(fence: bigint, pid: number): Promise<void> {
+    const write = this.#pool.query(
+      `INSERT INTO tenure_holder (name, holder_id, fence, pid) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (name) DO UPDATE SET holder_id = EXCLUDED.holder_id, fence = EXCLUDED.fence, pid = EXCLUDED.pid
+       WHERE tenure_holder.fence < EXCLUDED.fence`,
+      [this.name, this.id, fence.toString(), pid],
+    );
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, CLAIM_MS)));
+    await Promise.race([write.then(() => undefined), bound])
+      .catch((e: unknown) => this.logger.debug({ err: e }, 'postgres lock: could not record the holder'))
+      .finally(() => clearTimeout(timer));
+    write.catch(() => undefined);
+  }
+
   async holder(options?: WaitOptions): Promise<LeaderInfo | undefined> {
     const o = requireOptions('options', options);
     const scope = waitScope(`postgres lock '${this.name}': holder`, { signal: optionalSignal('signal', o.signal), timeoutMs: o.timeoutMs });

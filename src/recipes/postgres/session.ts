@@ -4,7 +4,7 @@ import { leaseTiming, LocalDeadline } from '../../core/deadline.js';
 import { ConfigError, LeaseLostError, type LeaseLostReason } from '../../core/errors.js';
 import { optionalNumber } from '../../core/validate.js';
 import { abandonWait } from './cancel.js';
-import { connectWithin, pgEndpoint, queryWithin } from './errors.js';
+import { connectWithin, queryWithin } from './errors.js';
 
 /** Validated timing of a Postgres lease (`ttlMs` unset: the lease lasts as long as the connection). */
 export interface PgTiming {
@@ -32,11 +32,23 @@ export function pgTiming(o: { ttlMs?: unknown; safetyMarginMs?: unknown; callTim
  * the connection errors or ends (or, with `ttlMs`, when a heartbeat fails or is late), and the
  * connection is then destroyed, never returned to the pool while it may hold a lock.
  *
- * With `ttlMs` the connection is a lease the server enforces: the session sets
- * `idle_session_timeout` to `ttlMs` and runs a heartbeat every `ttlMs / 3`, so a holder that stops
- * (SIGSTOP, a GC pause, a partition) has its connection — and every lock on it — ended by Postgres
- * after `ttlMs`, while its own signal aborts at the local deadline (core's LocalDeadline) before
- * that. Needs Postgres ≥ 14.
+ * With `ttlMs` the connection is a lease the server enforces: the lock's transaction sets
+ * `idle_in_transaction_session_timeout` to `ttlMs` and the session runs a heartbeat every
+ * `ttlMs / 3`, so a holder that stops (SIGSTOP, a GC pause, a partition) has its connection — and
+ * its lock — ended by Postgres after `ttlMs`, while its own signal aborts at the local deadline
+ * (core's LocalDeadline) before that.
+ *
+ * The lock is held in a transaction the session keeps open ({@link PgSession.lockSql}), with an
+ * xact-level advisory lock, not a session-level one. Why: behind a transaction pooler
+ * (PgBouncer `pool_mode = transaction`) a server connection is the client's only while a
+ * transaction is open. A session-level lock stayed on a server connection that the pooler then
+ * handed to other clients: one of them was granted the same lock at once (advisory locks are
+ * re-entrant per backend: two holders), and the holder's `pg_advisory_unlock` ran on another
+ * backend (the lock leaked until the pooler retired that connection). An open transaction pins
+ * the backend for the lease's life in every pool mode, and its end (ROLLBACK, or the connection
+ * dying) is the lock's end. Hazard: the transaction may hold back vacuum's horizon while the lock
+ * is held (`nextval` assigns a transaction id once in 32 calls); keep session locks for leases,
+ * not for days.
  */
 export class PgSession {
   readonly client: PoolClient;
@@ -55,19 +67,19 @@ export class PgSession {
     client.on('end', this.#onEnd);
   }
 
-  /** Pins a client from `pool` (within `callTimeoutMs`); with `ttlMs`, arms the server-side timeout. */
+  /** Pins a client from `pool` (within `callTimeoutMs`). */
   static async create(pool: Pool, timing: PgTiming, signal?: AbortSignal): Promise<PgSession> {
     const client = await connectWithin(pool, timing.callTimeoutMs, 'postgres session: connect', signal);
-    const s = new PgSession(client, timing);
-    if (timing.ttlMs !== undefined) {
-      try {
-        await queryWithin(client.query(`SET idle_session_timeout = ${timing.ttlMs | 0}`), timing.callTimeoutMs, 'postgres session: settings', pgEndpoint(pool));
-      } catch (e) {
-        await s.close(true);
-        throw e;
-      }
-    }
-    return s;
+    return new PgSession(client, timing);
+  }
+
+  /**
+   * The statements that open the lock's transaction and run `take` in it (with `ttlMs`, the
+   * server-side idle timeout first). Send as one simple query; the last result is `take`'s.
+   */
+  lockSql(take: string): string {
+    const idle = this.#timing.ttlMs === undefined ? '' : `SET LOCAL idle_in_transaction_session_timeout = ${this.#timing.ttlMs | 0}; `;
+    return `BEGIN; ${idle}${take}`;
   }
 
   get signal(): AbortSignal {
@@ -139,22 +151,21 @@ export class PgSession {
   }
 
   /** Ends a session whose connection is waiting for a lock (see cancel.ts). */
-  async abandon(pool: Pool): Promise<void> {
+  async abandon(waiting?: Promise<unknown>): Promise<void> {
     this.#stopTimers();
     if (!this.#abort.signal.aborted) this.#abort.abort(new LeaseLostError('closed', 'postgres session abandoned'));
-    await abandonWait(pool, this.client, () => this.#return(true), this.#timing.callTimeoutMs);
+    await abandonWait(this.client, () => this.#return(true), this.#timing.callTimeoutMs, waiting);
   }
 
   /**
-   * Ends the session. With `destroy` (or when it was lost) the connection is closed; otherwise it
-   * is reset and returned to the pool — call only once every lock on it is unlocked.
+   * Ends the session: rolls back the lock's transaction (which releases its lock) and returns the
+   * connection to the pool. With `destroy`, when it was lost, or when the rollback fails or is
+   * late, the connection is closed instead, which ends the transaction at the server too.
    */
   async close(destroy = false): Promise<void> {
     this.#stopTimers();
     if (!this.#abort.signal.aborted) {
-      if (!destroy && this.#timing.ttlMs !== undefined) {
-        await queryWithin(this.client.query('RESET idle_session_timeout'), this.#timing.callTimeoutMs, 'postgres session: reset', undefined).catch(() => (destroy = true));
-      }
+      if (!destroy) await queryWithin(this.client.query('ROLLBACK'), this.#timing.callTimeoutMs, 'postgres session: rollback', undefined).catch(() => (destroy = true));
       this.#abort.abort(new LeaseLostError('closed', 'postgres session closed'));
     }
     this.#return(destroy);

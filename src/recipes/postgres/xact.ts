@@ -84,10 +84,11 @@ async function run<T>(pool: Pool, p: Prepared, mode: 'wait' | 'try', fn: (ctx: X
   };
   const onEnd = (): void => controller?.lose('connection-lost');
   let abandoned: Promise<void> | undefined;
+  let waiting: Promise<unknown> | undefined;
   const onAbort = (): void => {
     if (controller) return; // holding: the caller's signal does not end a transaction
     destroy = new TenureError('postgres xact lock: acquire aborted');
-    abandoned = abandonWait(pool, client, giveBack, callTimeoutMs);
+    abandoned = abandonWait(client, giveBack, callTimeoutMs, waiting);
   };
   client.on('error', onError);
   client.on('end', onEnd);
@@ -112,6 +113,7 @@ async function run<T>(pool: Pool, p: Prepared, mode: 'wait' | 'try', fn: (ctx: X
     let results;
     try {
       const q = client.query(`BEGIN; ${settings} ${take}`);
+      waiting = q;
       // A try answers at once; a wait with timeoutMs is also bounded here, for a server that cannot say lock_timeout.
       const bound = mode === 'try' ? callTimeoutMs : o.timeoutMs === undefined ? undefined : o.timeoutMs + callTimeoutMs;
       results = bound === undefined ? await q : await queryWithin(q, bound, what, endpoint, cut);
@@ -125,6 +127,11 @@ async function run<T>(pool: Pool, p: Prepared, mode: 'wait' | 'try', fn: (ctx: X
         throw new AcquireTimeoutError(o.timeoutMs, what);
       }
       throw toTenureError(e, what, endpoint);
+    }
+    if (o.signal?.aborted) {
+      // Granted just before the cancel arrived: the abandoning destroy rolls it back.
+      await abandoned;
+      throw o.signal.reason;
     }
     const last = Array.isArray(results) ? results[results.length - 1] : results;
     const fence = last?.rows[0]?.fence as string | null | undefined;

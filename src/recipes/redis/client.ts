@@ -1,10 +1,13 @@
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { ConfigError } from '../../core/errors.js';
 
-/** Throws a ConfigError unless `value` looks like an ioredis client. */
-export function requireRedis(value: unknown): Redis {
+/** A standalone client or a cluster client: tenure's Redis recipes take either. */
+export type RedisClient = Redis | Cluster;
+
+/** Throws a ConfigError unless `value` looks like an ioredis client (`Redis` or `Cluster`). */
+export function requireRedis(value: unknown): RedisClient {
   if (!value || typeof (value as { evalsha?: unknown }).evalsha !== 'function' || typeof (value as { duplicate?: unknown }).duplicate !== 'function') {
-    throw new ConfigError('redis', 'must be an ioredis client (new Redis(...))');
+    throw new ConfigError('redis', 'must be an ioredis client (new Redis(...) or new Cluster(...))');
   }
-  return value as Redis;
+  return value as RedisClient;
 }

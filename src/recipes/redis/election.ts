@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './client.js';
 import { LeaseCandidate } from '../../core/lease-candidate.js';
 import { observeByReading } from '../../core/observe.js';
 import { optionalNumber, requireOptions } from '../../core/validate.js';
@@ -17,7 +17,7 @@ export interface RedisElectionOptions extends RedisLockOptions {
  * message and at least every `observeIntervalMs`.
  */
 export class RedisElection extends LeaseCandidate {
-  constructor(redis: Redis, name: string, options?: RedisElectionOptions) {
+  constructor(redis: RedisClient, name: string, options?: RedisElectionOptions) {
     const { observeIntervalMs, ...lockOptions } = requireOptions('options', options);
     const intervalMs = optionalNumber('observeIntervalMs', observeIntervalMs, 1000, { min: 10, max: 2 ** 31 - 1 });
     const lock = new RedisLock(redis, name, lockOptions);

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './client.js';
 import { raceSignal } from '../../core/abort.js';
 import { PermissionDeniedError, RequestTooLargeError, StoreUnavailableError, TenureError } from '../../core/errors.js';
 
@@ -9,7 +9,8 @@ import { PermissionDeniedError, RequestTooLargeError, StoreUnavailableError, Ten
  */
 
 /** `host:port` of a client, for error messages (never with credentials). */
-export function redisEndpoint(redis: Redis): string | undefined {
+export function redisEndpoint(redis: RedisClient): string | undefined {
+  if ((redis as { isCluster?: boolean }).isCluster) return 'cluster';
   const o = (redis as unknown as { options?: { host?: string; port?: number; path?: string } }).options;
   if (!o) return undefined;
   return o.path ?? `${o.host ?? '127.0.0.1'}:${o.port ?? 6379}`;
@@ -20,7 +21,8 @@ export function toTenureError(e: unknown, what: string, endpoint: string | undef
   if (e instanceof TenureError || !(e instanceof Error) || e.name === 'AbortError') return e;
   const cause = { cause: e };
   const msg = e.message;
-  if (/^(NOPERM|NOAUTH|WRONGPASS)/.test(msg)) return new PermissionDeniedError('redis', `${what}: ${msg.split(' ')[0]}`, cause);
+  // Inside a script Redis 7.0 reports a missing ACL right as a plain ERR.
+  if (/^(NOPERM|NOAUTH|WRONGPASS)|^ERR The user executing the script can't/.test(msg)) return new PermissionDeniedError('redis', `${what}: ${msg.split(' ')[0]}`, cause);
   if (/^(OOM|ERR .*(too large|max.*exceeded|Protocol error: .*big))/i.test(msg)) return new RequestTooLargeError('redis', `${what}: ${msg}`, cause);
   if (e.name === 'ReplyError') return new TenureError(`redis: ${what}: ${msg}`, 'TENURE_ERROR', cause);
   // Connection refused/reset, MaxRetriesPerRequestError, "Connection is closed", stream errors.
@@ -32,7 +34,7 @@ export function toTenureError(e: unknown, what: string, endpoint: string | undef
  * still run later, when the connection comes back: `late` gets its result so the caller can undo
  * it), with `signal.reason` when `signal` aborts, and with a tenure error when it fails.
  */
-export async function bounded<T>(redis: Redis, call: Promise<T>, ms: number, what: string, signal?: AbortSignal, late?: (value: T) => void): Promise<T> {
+export async function bounded<T>(redis: RedisClient, call: Promise<T>, ms: number, what: string, signal?: AbortSignal, late?: (value: T) => void): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   let settled = false;
   const timeout = new Promise<never>((_, reject) => {

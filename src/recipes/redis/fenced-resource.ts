@@ -1,7 +1,6 @@
-import type { Redis } from 'ioredis';
 import { ConfigError, StaleFenceError } from '../../core/errors.js';
 import { optionalNumber, requireFunction, requireOptions, requireString } from '../../core/validate.js';
-import { requireRedis } from './client.js';
+import { requireRedis, type RedisClient } from './client.js';
 import { bounded } from './errors.js';
 import { runScript } from './scripts.js';
 import { requireFence, type FencedResource } from '../../core/fencing.js';
@@ -114,11 +113,11 @@ export interface RedisFencedResourceOptions {
  */
 export class RedisFencedResource implements FencedResource<RedisFencedWrite> {
   readonly name: string;
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #callTimeoutMs: number;
 
   /** @param key the Redis key holding the fence (a hash), also the resource's name. */
-  constructor(redis: Redis, key: string, options?: RedisFencedResourceOptions) {
+  constructor(redis: RedisClient, key: string, options?: RedisFencedResourceOptions) {
     this.#redis = requireRedis(redis);
     this.name = requireString('key', key, { maxLength: 1024 });
     this.#callTimeoutMs = optionalNumber('callTimeoutMs', requireOptions('options', options).callTimeoutMs, 5000, { integer: true, min: 1, max: 2 ** 31 - 1 });

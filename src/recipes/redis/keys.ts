@@ -6,7 +6,7 @@ export interface LockKeys {
   readonly lock: string;
   /** The name's fence counter (no TTL). */
   readonly fence: string;
-  /** The boot marker shared by every lock under the prefix (see scripts.ts). */
+  /** The name's epoch marker: replication id and guard start (see scripts.ts). */
   readonly boot: string;
   /** Pub/sub channel the releaser publishes to. */
   readonly released: string;
@@ -41,12 +41,16 @@ export function validatePrefix(field: string, prefix: unknown): string {
   });
 }
 
-/** Keys for `name` under `prefix`. The name is a hash tag so a lock's keys share a slot. */
+/**
+ * Keys for `name` under `prefix`. The name is a hash tag in every key, the epoch marker
+ * included, so all the keys one script touches share a Redis Cluster slot (a marker shared by
+ * the prefix made every acquire fail with CROSSSLOT on a cluster).
+ */
 export function lockKeys(prefix: string, name: string): LockKeys {
   return {
     lock: `${prefix}lock:{${name}}`,
     fence: `${prefix}fence:{${name}}`,
-    boot: `${prefix}boot`,
+    boot: `${prefix}epoch:{${name}}`,
     released: `${prefix}released:{${name}}`,
     acquired: `${prefix}acquired:{${name}}`,
     queue: `${prefix}queue:{${name}}`,

@@ -1,5 +1,4 @@
 import { randomFillSync } from 'node:crypto';
-import type { Redis } from 'ioredis';
 import { sleep, waitScope } from '../../core/abort.js';
 import { Backoff } from '../../core/backoff.js';
 import type { LeaderInfo } from '../../core/candidate.js';
@@ -9,7 +8,7 @@ import { BusyError, ClosedError, ConfigError } from '../../core/errors.js';
 import { LeaseController, type Lease } from '../../core/lease.js';
 import { optionalClock, optionalLogger, type Logger, type WaitOptions } from '../../core/options.js';
 import { optionalId, optionalNumber, optionalSignal, requireOptions } from '../../core/validate.js';
-import { requireRedis } from './client.js';
+import { requireRedis, type RedisClient } from './client.js';
 import { lockKeys, validateLockName, validatePrefix, type LockKeys } from './keys.js';
 import { ReleaseListener } from './release-listener.js';
 import { ChangeFeed } from './observe.js';
@@ -84,7 +83,7 @@ export class RedisLock implements AsyncDisposable {
   /** This participant's id (stored with the lock while held). */
   readonly id: string;
   readonly ttlMs: number;
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #keys: LockKeys;
   readonly #marginMs: number;
   readonly #guardMs: number;
@@ -99,7 +98,7 @@ export class RedisLock implements AsyncDisposable {
   #busy = false;
   #closed = false;
 
-  constructor(redis: Redis, name: string, options?: RedisLockOptions) {
+  constructor(redis: RedisClient, name: string, options?: RedisLockOptions) {
     this.#redis = requireRedis(redis);
     this.name = validateLockName('name', name);
     const o = requireOptions('options', options);
@@ -147,7 +146,9 @@ export class RedisLock implements AsyncDisposable {
         // Aborted or timed out mid-attempt: a lock granted after all must not be left renewing.
         const a = await bounded(this.#redis, this.#attempt(token, true), this.#callTimeoutMs, `redis lock '${this.name}': acquire`, signal, releaseLate);
         if (a.kind === 'acquired') {
-          if (!signal?.aborted) return (lease = a.lease);
+          // A grant whose reply came after its own local deadline (the request sat in a
+          // partition) is lost before it is handed out: free it and go on waiting.
+          if (!signal?.aborted && !a.lease.lost) return (lease = a.lease);
           await a.lease.release().catch(() => undefined);
           signal?.throwIfAborted();
         }
@@ -175,8 +176,8 @@ export class RedisLock implements AsyncDisposable {
   }
 
   /**
-   * One attempt: the lease, or undefined when the lock is held, others are queued for it, or the
-   * restart guard holds.
+   * One attempt: the lease, or undefined when the lock is held, others are queued for it, the
+   * restart guard holds, or the grant came back after its own local deadline.
    */
   async tryAcquire(options?: WaitOptions): Promise<Lease | undefined> {
     const o = requireOptions('options', options);
@@ -186,7 +187,10 @@ export class RedisLock implements AsyncDisposable {
     const scope = o.signal || o.timeoutMs !== undefined ? waitScope(`redis lock '${this.name}': tryAcquire`, o) : undefined;
     try {
       const a = await bounded(this.#redis, this.#attempt(newToken(), false), this.#callTimeoutMs, `redis lock '${this.name}': tryAcquire`, scope?.signal, releaseLate);
-      return a.kind === 'acquired' ? a.lease : undefined;
+      if (a.kind !== 'acquired') return undefined;
+      if (!a.lease.lost) return a.lease;
+      await a.lease.release().catch(() => undefined); // lost before it was handed out: no grant
+      return undefined;
     } finally {
       this.#busy = false;
       scope?.dispose();

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import type { RedisClient } from './client.js';
 
 /**
  * Hints for observers that a lock's holder may have changed: one subscriber connection on the
@@ -6,24 +7,25 @@ import type { Redis } from 'ioredis';
  * simply expires announces nothing.
  */
 export class ChangeFeed {
-  readonly #sub: Redis;
+  readonly #sub: RedisClient;
   readonly #ready: Promise<unknown>;
   #wake: (() => void) | undefined;
   #pending = false;
 
-  constructor(redis: Redis, channels: string[]) {
-    this.#sub = redis.duplicate();
+  constructor(redis: RedisClient, channels: string[]) {
+    this.#sub = (redis as Redis).duplicate();
     this.#sub.on('error', () => undefined); // reconnects on its own; the interval covers the gap
     this.#sub.on('message', () => {
       this.#pending = true;
       this.#wake?.();
     });
-    this.#ready = this.#sub.subscribe(...channels).catch(() => undefined);
+    this.#ready = (this.#sub as Redis).subscribe(...channels).catch(() => undefined);
   }
 
   /** Resolves at the next message (at once if one came since the last call), after `ms`, or on abort. */
   async next(ms: number, signal: AbortSignal): Promise<void> {
     await this.#ready;
+    if (signal.aborted) return;
     if (this.#pending) {
       this.#pending = false;
       return;

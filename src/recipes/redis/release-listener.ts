@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import type { RedisClient } from './client.js';
 
 /**
  * Wakes waiting acquires when the holder releases. The release script publishes, on the name's
@@ -8,7 +9,7 @@ import type { Redis } from 'ioredis';
  * lost in a reconnect, or addressed to a waiter that died, only costs the poll interval.
  */
 export class ReleaseListener {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #channel: string;
   readonly #grants: string;
   /** The holder of this lock object, told when a grant goes to another token. */
@@ -22,7 +23,7 @@ export class ReleaseListener {
   /** Messages addressed to a token with a wait in progress (removed by `forget`). */
   readonly #addressed = new Map<string, number>();
 
-  constructor(redis: Redis, channel: string, grants: string) {
+  constructor(redis: RedisClient, channel: string, grants: string) {
     this.#redis = redis;
     this.#channel = channel;
     this.#grants = grants;
@@ -44,7 +45,7 @@ export class ReleaseListener {
   /** Subscribes (once). Await before trying to acquire, so no release is missed in between. */
   ready(): Promise<void> {
     if (!this.#ready) {
-      const sub = this.#redis.duplicate();
+      const sub = (this.#redis as Redis).duplicate();
       this.#sub = sub;
       sub.on('error', () => undefined); // reconnects on its own; polling covers the gap
       sub.on('message', (channel: string, to: string) => {

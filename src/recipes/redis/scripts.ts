@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import type { RedisClient } from './client.js';
 
 /**
  * The Lua scripts behind RedisLock. Every state change of a lock key happens inside one of
@@ -21,20 +22,31 @@ import type { Redis } from 'ioredis';
  * key evicted alone would break it, so run with `maxmemory-policy noeviction` or a `volatile-*`
  * policy (the counter and the boot marker have no TTL and are never evicted by those).
  *
- * ## The delayed-restart guard
- * The boot marker records when the dataset tenure sees began. When it is missing, the data was
- * lost in a restart (or the server is new: the two cannot be told apart), and a holder elsewhere
- * may still believe in a lease the restart erased. Such a lease was granted before the server
- * started, so acquire grants nothing until `restartGuardMs` (≥ the longest TTL in use) has passed
- * since the server started (`INFO server` uptime, read inside the script): a server that has
- * been up longer than the guard — a long-running Redis meeting tenure for the first time — does
- * not wait at all; a just-restarted one waits out the remainder, by which time every such lease
- * has expired on its holder's local deadline too. Not covered: data dropped without a restart
- * (`FLUSHALL` while locks are held) on a server up longer than the guard.
+ * ## The delayed-restart guard and the failover guard (one epoch marker per name)
+ * Each name has an epoch marker (a hash in the name's slot: `replid`, `since`). It records the
+ * replication history (`master_replid`) its dataset belongs to and when tenure may grant again.
+ * A new epoch begins when the marker is missing or names another replication id:
+ * - **missing**: the data was lost in a restart (or the server or name is new: the two cannot be
+ *   told apart). A lease the restart erased was granted before the server started, so the guard
+ *   runs from the server's start (`INFO server` uptime): a server up longer than
+ *   `restartGuardMs` grants at once, a just-restarted one waits out the rest.
+ * - **another replication id** (or missing on a server that was once a replica, `master_replid2`
+ *   set): this server was promoted. A replica may lack the last writes of its old primary — a
+ *   lock key, the `INCR` of a fence — so a holder granted there may still be live, and this
+ *   counter may be behind fences already handed out. Redis does not say when the promotion
+ *   happened, so the guard runs from this first sight of the new id: `restartGuardMs` (≥ every
+ *   TTL) after it, every lease of the old primary has passed its holder's local deadline.
+ * In both cases the name's fence counter is first raised to the server clock in µs (if below),
+ * which exceeds every fence handed out before (the epoch argument above; across hosts it assumes
+ * the primary's and replicas' clocks agree to within the failover time, as NTP keeps them). Not
+ * covered: data dropped without a restart or failover (`FLUSHALL` while locks are held) on a
+ * server up longer than the guard, and a split brain where the old primary keeps serving its
+ * clients after the promotion (configure `min-replicas-to-write`; fencing is what catches it).
+ * Every key a script touches carries the name's hash tag, so one lock lives in one cluster slot.
  */
 
 /**
- * KEYS: lock, fence counter, boot marker, queue (ticket → waiter), alive (expiry → waiter),
+ * KEYS: lock, fence counter, epoch marker, queue (ticket → waiter), alive (expiry → waiter),
  * ticket counter. ARGV: token, ttlMs, restartGuardMs, '1' to queue up (a waiting acquire) or '0'
  * (a try), waiterTtlMs, holder id, channel to announce a grant on (the message is the new
  * holder's token: a holder that hears another token was granted has lost its key, whoever
@@ -51,25 +63,35 @@ import type { Redis } from 'ioredis';
  * Queue keys expire when nobody touches them.
  *
  * Returns {1, fence} on success, {0, pttl} when held or not this caller's turn, {-1, waitMs}
- * while the restart guard holds.
+ * while the restart or failover guard holds.
  */
 export const ACQUIRE = `
 local t = redis.call('TIME')
 local nowUs = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local boot = redis.call('GET', KEYS[3])
-if not boot then
-  -- The dataset may have been lost no earlier than the server started: start the guard there.
-  -- uptime_in_seconds is the difference of two whole-second clock readings, so the real uptime
-  -- may be up to 1 s shorter: nowUs - (up - 1) s is the latest possible start (the safe side).
-  local up = tonumber(string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)')) or 0
-  boot = nowUs - math.max(0, up - 1) * 1000000
-  redis.call('INCRBY', KEYS[3], string.format('%.0f', boot))
-else
-  boot = tonumber(boot)
-end
-local waitUs = boot + tonumber(ARGV[3]) * 1000 - nowUs
-if waitUs > 0 then
-  return {-1, math.ceil(waitUs / 1000)}
+-- The epoch check (see the module note), only where a grant is possible: a waiter's poll while
+-- the lock is held skips INFO. Returns how long the guard still holds, in ms (0: grant).
+local function guard()
+  local repl = redis.call('INFO', 'replication')
+  local rid = string.match(repl, 'master_replid:(%w+)') or ''
+  local mark = redis.call('HMGET', KEYS[3], 'replid', 'since')
+  local since = tonumber(mark[2])
+  if mark[1] ~= rid or not since then
+    local promoted = string.match(repl, 'second_repl_offset:(-?%d+)') ~= '-1'
+    if since or promoted then
+      -- Promoted: leases of the old primary may live; guard from this first sight.
+      since = nowUs
+    else
+      -- Lost (or new): no earlier than the server started. uptime_in_seconds is the difference
+      -- of two whole-second clock readings, so the real uptime may be up to 1 s shorter.
+      local up = tonumber(string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)')) or 0
+      since = nowUs - math.max(0, up - 1) * 1000000
+    end
+    redis.call('HSET', KEYS[3], 'replid', rid, 'since', string.format('%.0f', since))
+    local c = tonumber(redis.call('GET', KEYS[2]) or '0')
+    if c < nowUs then redis.call('INCRBY', KEYS[2], string.format('%.0f', nowUs - c)) end
+  end
+  local waitUs = since + tonumber(ARGV[3]) * 1000 - nowUs
+  return waitUs > 0 and math.ceil(waitUs / 1000) or 0
 end
 local me = ARGV[1]
 local nowMs = math.floor(nowUs / 1000)
@@ -83,6 +105,10 @@ if head ~= nil then
   head = redis.call('ZRANGE', KEYS[4], 0, 0)[1]
 end
 if (head == nil or head == me) and redis.call('EXISTS', KEYS[1]) == 0 then
+  local waitMs = guard()
+  if waitMs > 0 then
+    return {-1, waitMs}
+  end
   if head == me then
     redis.call('ZREM', KEYS[4], me)
     redis.call('ZREM', KEYS[5], me)
@@ -148,13 +174,15 @@ function sha1(src: string): string {
 
 /**
  * Runs a script by its SHA, loading it with EVAL when the server does not know it (first use,
- * or after a restart emptied the script cache). Never mutates the user's client.
+ * after a restart emptied the script cache, or on a cluster node that has not seen it). Never
+ * mutates the user's client.
  */
-export async function runScript(redis: Redis, src: string, keys: string[], args: (string | number | Buffer)[]): Promise<unknown> {
+export async function runScript(redis: RedisClient, src: string, keys: string[], args: (string | number | Buffer)[]): Promise<unknown> {
+  const r = redis as Redis;
   try {
-    return await redis.evalsha(sha1(src), keys.length, ...keys, ...args);
+    return await r.evalsha(sha1(src), keys.length, ...keys, ...args);
   } catch (e) {
-    if (e instanceof Error && e.message.startsWith('NOSCRIPT')) return redis.eval(src, keys.length, ...keys, ...args);
+    if (e instanceof Error && e.message.startsWith('NOSCRIPT')) return r.eval(src, keys.length, ...keys, ...args);
     throw e;
   }
 }

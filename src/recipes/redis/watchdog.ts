@@ -1,11 +1,11 @@
-import type { Redis } from 'ioredis';
 import type { Clock } from '../../core/clock.js';
 import { LocalDeadline } from '../../core/deadline.js';
 import { LeaseLostError, type LeaseLostReason } from '../../core/errors.js';
 import { RENEW, runScript } from './scripts.js';
+import type { RedisClient } from './client.js';
 
 export interface WatchdogInit {
-  redis: Redis;
+  redis: RedisClient;
   name: string;
   lockKey: string;
   /** The lock key's value while held (owner check for renew). */

@@ -10,3 +10,4 @@ export { LeaderLatch, type LeaderLatchOptions, type LeaderLatchEvents, type Clos
 export type { Participant } from './leader.js';
 export { InterProcessSemaphoreV2 } from './semaphore.js';
 export { InterProcessReadWriteLock } from './rwlock.js';
+export { digestAcl, type ZkAcl, type ZkAuthInfo } from './acl.js';

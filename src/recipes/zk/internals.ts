@@ -6,6 +6,7 @@ import { dropWatcher, zkExists, zkGetChildren } from './ops.js';
 import { zookeeper } from './peer.js';
 import { joinPath, longToBigInt, sortBySequence } from './paths.js';
 import type { ZkConn, ZkSession } from './session.js';
+import type { ZkAcl } from './acl.js';
 
 /** A node that holds a lock: its path, its fence (czxid), its session and the epoch it was claimed in. */
 export interface HeldNode {
@@ -26,6 +27,8 @@ export class LockInternals {
   constructor(
     readonly session: ZkSession,
     readonly base: string,
+    /** The ACL of the nodes this recipe creates. @default the session's `acl` */
+    readonly acl: ZkAcl[] | undefined = session.acl,
   ) {}
 
   /** Queues, waits and claims; with `tryOnly`, resolves undefined (node deleted) when it does not hold at once. */
@@ -39,7 +42,7 @@ export class LockInternals {
       const conn = session.conn();
       let path: string | undefined;
       try {
-        const created = await createProtected(session, conn, this.base, driver.lockName, data, signal);
+        const created = await createProtected(session, conn, this.base, driver.lockName, data, signal, this.acl);
         path = created.path;
         onQueued?.(path);
         // The fence is the create's own zxid (czxid). A node found again after a connection loss

@@ -1,4 +1,5 @@
 import { EventEmitter } from 'eventemitter3';
+import { validateAcl, type ZkAcl } from './acl.js';
 import { waitScope } from '../../core/abort.js';
 import type { Candidate, LeaderInfo } from '../../core/candidate.js';
 import { BusyError, type LeaseLostError } from '../../core/errors.js';
@@ -20,6 +21,8 @@ export interface LeaderLatchOptions {
   id?: string;
   /** @default 'silent' */
   closeMode?: CloseMode;
+  /** The ACL of the nodes this latch creates (e.g. `[digestAcl(user, password)]`). @default the session's `acl` */
+  acl?: ZkAcl[];
 }
 
 export interface LeaderLatchEvents {
@@ -61,7 +64,7 @@ export class LeaderLatch extends EventEmitter<LeaderLatchEvents> implements Cand
     const o = requireOptions('options', options);
     this.id = optionalId(o.id);
     this.#closeMode = optionalEnum('closeMode', o.closeMode, ['silent', 'notifyLeader'] as const, 'silent');
-    this.#internals = new LockInternals(this.#session, this.path);
+    this.#internals = new LockInternals(this.#session, this.path, validateAcl(o.acl) ?? this.#session.acl);
     this.#guard = new CloseGuard(`leader latch ${this.path}`);
   }
 
@@ -101,6 +104,10 @@ export class LeaderLatch extends EventEmitter<LeaderLatchEvents> implements Cand
     try {
       const held = await this.#internals.acquire(driver, scope.signal, Buffer.from(this.id), (p) => (this.#ourPath = p));
       const term = this.#internals.lease(this.path, held, () => this.#ended(term));
+      if (scope.signal.aborted) {
+        await term.release().catch(() => undefined); // won just as the caller gave up
+        throw scope.signal.reason;
+      }
       this.#term = term;
       this.#session.logger.debug({ path: held.path }, 'latch: term begins');
       if (!term.ended) this.emit('isLeader', term.lease);

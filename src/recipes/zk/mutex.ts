@@ -1,4 +1,5 @@
 import { waitScope } from '../../core/abort.js';
+import { validateAcl, type ZkAcl } from './acl.js';
 import type { LeaderInfo } from '../../core/candidate.js';
 import { BusyError } from '../../core/errors.js';
 import type { Lease, LeaseController } from '../../core/lease.js';
@@ -14,6 +15,8 @@ import type { ZkSession } from './session.js';
 export interface InterProcessMutexOptions {
   /** This participant's id, stored in its node; what `holder()` shows. @default a random UUID */
   id?: string;
+  /** The ACL of the nodes this lock creates (e.g. `[digestAcl(user, password)]`). @default the session's `acl` */
+  acl?: ZkAcl[];
 }
 
 /**
@@ -35,11 +38,11 @@ export class InterProcessLock implements AsyncDisposable {
   #ourPath: string | undefined;
 
   /** @internal */
-  constructor(session: ZkSession, path: string, driver: () => LockDriver, what: string, id: string) {
+  constructor(session: ZkSession, path: string, driver: () => LockDriver, what: string, id: string, acl?: ZkAcl[]) {
     this.#session = requireSession(session);
     this.path = validatePath('path', path);
     this.id = id;
-    this.#internals = new LockInternals(this.#session, this.path);
+    this.#internals = new LockInternals(this.#session, this.path, acl ?? this.#session.acl);
     this.#driver = driver;
     this.#guard = new CloseGuard(`${what} ${this.path}`);
   }
@@ -78,6 +81,10 @@ export class InterProcessLock implements AsyncDisposable {
         this.#ourPath = undefined;
       });
       this.#held = ctl;
+      if (scope.signal.aborted) {
+        await ctl.release().catch(() => undefined); // won just as the caller gave up
+        throw scope.signal.reason;
+      }
       return ctl.lease;
     } catch (e) {
       this.#ourPath = undefined;
@@ -134,6 +141,7 @@ export class InterProcessLock implements AsyncDisposable {
 export class InterProcessMutex extends InterProcessLock {
   constructor(session: ZkSession, path: string, options?: InterProcessMutexOptions) {
     const driver = new StandardLockDriver();
-    super(session, path, () => driver, 'mutex', optionalId(requireOptions('options', options).id));
+    const o = requireOptions('options', options);
+    super(session, path, () => driver, 'mutex', optionalId(o.id), validateAcl(o.acl));
   }
 }

@@ -3,6 +3,7 @@ import { zookeeper } from './peer.js';
 import { SessionExpiredError } from '../../core/errors.js';
 import { isConnectionLoss, isNoNode, dropWatcher, zkCreateEphemeralSequential, zkExists, zkGetChildren, zkMkdirp, zkRemove } from './ops.js';
 import { joinPath, protectedPrefix } from './paths.js';
+import { mapZkError, type ZkAcl } from './acl.js';
 import type { ZkConn, ZkSession } from './session.js';
 
 /**
@@ -46,7 +47,7 @@ export async function retrying<T>(session: ZkSession, conn: ZkConn, signal: Abor
     try {
       return await raceSignals(op(), signal, conn.signal);
     } catch (e) {
-      if (!isConnectionLoss(e)) throw e;
+      if (!isConnectionLoss(e)) throw mapZkError(e);
       await session.whenConnected({ signal: signal ? AbortSignal.any([signal, conn.signal]) : conn.signal });
       if (session.conn() !== conn) throw new SessionExpiredError('zk session changed during a call');
     }
@@ -60,7 +61,15 @@ export async function retrying<T>(session: ZkSession, conn: ZkConn, signal: Abor
  * Resolves with the full path and, when this attempt's create answered, the node's czxid (a node
  * found again after a connection loss has none: read its Stat).
  */
-export async function createProtected(session: ZkSession, conn: ZkConn, base: string, lockName: string, data: Buffer, signal: AbortSignal | undefined): Promise<{ path: string; czxid?: bigint }> {
+export async function createProtected(
+  session: ZkSession,
+  conn: ZkConn,
+  base: string,
+  lockName: string,
+  data: Buffer,
+  signal: AbortSignal | undefined,
+  acl: ZkAcl[] | undefined = session.acl,
+): Promise<{ path: string; czxid?: bigint }> {
   const prefix = protectedPrefix();
   let maybeCreated = false;
   for (;;) {
@@ -75,17 +84,17 @@ export async function createProtected(session: ZkSession, conn: ZkConn, base: st
       }
     }
     try {
-      return await zkCreateEphemeralSequential(conn.client, joinPath(base, prefix + lockName), data);
+      return await zkCreateEphemeralSequential(conn.client, joinPath(base, prefix + lockName), data, acl);
     } catch (e) {
       if (isNoNode(e)) {
-        await retrying(session, conn, signal, () => zkMkdirp(conn.client, base));
+        await retrying(session, conn, signal, () => zkMkdirp(conn.client, base, acl));
         maybeCreated = false;
       } else if (isConnectionLoss(e)) {
         maybeCreated = true;
         await session.whenConnected({ signal: signal ? AbortSignal.any([signal, conn.signal]) : conn.signal });
         if (session.conn() !== conn) throw new SessionExpiredError('zk session changed during a create');
       } else {
-        throw e;
+        throw mapZkError(e, base);
       }
     }
   }

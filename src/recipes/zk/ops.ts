@@ -22,6 +22,9 @@ export const isSessionExpired = (e: unknown): boolean => isZkCode(e, Exception.S
 
 type Watcher = (event: unknown) => void;
 
+type Acls = InstanceType<typeof zookeeper.ACL>[];
+
+/** Creates an ephemeral sequential node with `acls` (open to everyone without). */
 /** The slice of node-zookeeper-client's protocol module (lib/jute, untyped) that a create needs. */
 interface Jute {
   OP_CODES: { CREATE: number };
@@ -30,7 +33,7 @@ interface Jute {
 }
 type Queue = (request: unknown, cb: (e: Error | null, response: { header: { zxid: Buffer }; payload: { path: string } | null }) => void) => void;
 const jute = zookeeperProtocol as Jute;
-const openAcl = (zookeeper.ACL as unknown as { OPEN_ACL_UNSAFE: { toRecord(): unknown }[] }).OPEN_ACL_UNSAFE.map((a) => a.toRecord());
+const openAcl = (zookeeper.ACL as unknown as { OPEN_ACL_UNSAFE: Acls }).OPEN_ACL_UNSAFE;
 
 /**
  * Creates an ephemeral sequential node; resolves with its path and its czxid. The reply to a
@@ -41,24 +44,26 @@ const openAcl = (zookeeper.ACL as unknown as { OPEN_ACL_UNSAFE: { toRecord(): un
  * this queues the same CreateRequest its `create()` builds (with `retries: 0` that is all
  * `create()` does).
  */
-export function zkCreateEphemeralSequential(client: Client, path: string, data: Buffer): Promise<{ path: string; czxid: bigint }> {
+export function zkCreateEphemeralSequential(client: Client, path: string, data: Buffer, acls?: Acls): Promise<{ path: string; czxid: bigint }> {
   const header = new jute.protocol.RequestHeader();
   header.type = jute.OP_CODES.CREATE;
   const payload = new jute.protocol.CreateRequest();
   payload.path = path;
-  payload.acl = openAcl;
-  payload.flags = CreateMode.EPHEMERAL_SEQUENTIAL;
+  payload.acl = (acls ?? openAcl).map((a) => (a as unknown as { toRecord(): unknown }).toRecord());
+  payload.flags = zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL;
   payload.data = data;
-  const queue = (client as unknown as { connectionManager: { queue: Queue } }).connectionManager.queue.bind((client as unknown as { connectionManager: object }).connectionManager);
+  const manager = (client as unknown as { connectionManager: { queue: Queue } }).connectionManager;
   return new Promise((resolve, reject) => {
-    queue(new jute.Request(header, payload), (e, response) => (e ? reject(e) : resolve({ path: response.payload!.path, czxid: response.header.zxid.readBigInt64BE(0) })));
+    manager.queue(new jute.Request(header, payload), (e, response) => (e ? reject(e) : resolve({ path: response.payload!.path, czxid: response.header.zxid.readBigInt64BE(0) })));
   });
 }
 
-/** Creates `path` and its parents as persistent nodes; an existing node is fine. */
-export function zkMkdirp(client: Client, path: string): Promise<void> {
+/** Creates `path` and its parents as persistent nodes with `acls`; an existing node is fine. */
+export function zkMkdirp(client: Client, path: string, acls?: Acls): Promise<void> {
   return new Promise((resolve, reject) => {
-    client.mkdirp(path, (e) => (e && !isNodeExists(e) ? reject(e) : resolve()));
+    const cb = (e: unknown): void => (e && !isNodeExists(e) ? reject(e) : resolve());
+    if (acls) client.mkdirp(path, Buffer.alloc(0), acls, CreateMode.PERSISTENT, cb);
+    else client.mkdirp(path, cb);
   });
 }
 

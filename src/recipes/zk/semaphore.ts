@@ -59,6 +59,7 @@ export class InterProcessSemaphoreV2 implements AsyncDisposable {
         await turn.release();
       }
       for (const l of leases) {
+        if (l.signal.aborted) continue;
         this.#held.add(l);
         l.signal.addEventListener('abort', () => this.#held.delete(l), { once: true });
       }

@@ -9,6 +9,7 @@ import { optionalEnum, optionalNumber, requireOptions } from '../../core/validat
 import { Liveness } from './liveness.js';
 import { dropSocket, killClient, zkExists } from './ops.js';
 import { zookeeper } from './peer.js';
+import { validateAcl, validateAuthInfo, type ZkAcl, type ZkAuthInfo } from './acl.js';
 
 const { State } = zookeeper;
 
@@ -49,6 +50,16 @@ export interface ZkSessionOptions {
   logger?: Logger;
   /** @default the monotonic clock */
   clock?: Clock;
+  /**
+   * Credentials the session presents on every connection, e.g.
+   * `[{ scheme: 'digest', auth: 'user:password' }]`. Never logged.
+   */
+  authInfo?: ZkAuthInfo[];
+  /**
+   * The ACL of every node tenure's recipes create on this session (Curator's ACLProvider), e.g.
+   * `[digestAcl('user', 'password')]`. @default open to everyone (`world:anyone`)
+   */
+  acl?: ZkAcl[];
 }
 
 /**
@@ -96,6 +107,9 @@ export class ZkSession extends EventEmitter<ZkSessionEvents> implements AsyncDis
   readonly #requestedTimeout: number;
   readonly #connectTimeout: number;
   readonly #spinDelay: number;
+  readonly #authInfo: ZkAuthInfo[];
+  /** @internal the ACL recipes create their nodes with (undefined: open). */
+  readonly acl: ZkAcl[] | undefined;
   #conn: LiveConn | undefined;
   #epoch = new AbortController();
   #state: ZkConnectionState | 'LATENT' | 'CLOSED' = 'LATENT';
@@ -130,6 +144,8 @@ export class ZkSession extends EventEmitter<ZkSessionEvents> implements AsyncDis
     this.policy = optionalEnum('policy', o.policy, ['standard', 'session'] as const, 'standard');
     this.#connectTimeout = optionalNumber('connectTimeoutMs', o.connectTimeoutMs, 15_000, { integer: true, min: 1, max: 2 ** 31 - 1 });
     this.#spinDelay = optionalNumber('spinDelayMs', o.spinDelayMs, 100, { integer: true, min: 0, max: 60_000 });
+    this.#authInfo = validateAuthInfo(o.authInfo);
+    this.acl = validateAcl(o.acl);
     this.logger = optionalLogger(o.logger, { name: 'zk-session' });
     this.clock = optionalClock(o.clock);
     this.#liveness = new Liveness(this.clock, timing.safetyMarginMs, this.#requestedTimeout);
@@ -222,6 +238,7 @@ export class ZkSession extends EventEmitter<ZkSessionEvents> implements AsyncDis
         this.on('state', onState);
         closed.addEventListener('abort', onAbort, { once: true });
         scope.signal.addEventListener('abort', onAbort, { once: true });
+        if (closed.aborted || scope.signal.aborted) onAbort(); // aborted already: no event will come
       });
     } catch (e) {
       if (options.timeoutMs === undefined && e instanceof AcquireTimeoutError) {
@@ -280,6 +297,8 @@ export class ZkSession extends EventEmitter<ZkSessionEvents> implements AsyncDis
     const conn: LiveConn = { client, abort, connectedOnce: false, sessionId: '', signal: abort.signal };
     this.#conn = conn;
     client.on('state', (s) => this.#onClientState(conn, s));
+    // Sent on every (re)connection of this client, before any request.
+    for (const a of this.#authInfo) client.addAuthInfo(a.scheme, Buffer.from(a.auth));
     client.connect();
   }
 

@@ -1,0 +1,22 @@
+import pg from 'pg';
+import { PgElection } from '../../../src/recipes/postgres/index.js';
+import type { CandidateKind } from '../kind.js';
+
+/**
+ * Postgres: a PgElection with a server-enforced lease (`ttlMs`: idle_session_timeout and a
+ * heartbeat), so a frozen or partitioned holder loses its lock after the TTL, like on the others.
+ */
+export const postgresCandidate: CandidateKind = (ctx) => {
+  if (ctx.store.backend !== 'postgres') throw new Error('postgres candidate needs a postgres endpoint');
+  const pool = new pg.Pool({ host: ctx.store.host, port: ctx.store.port, user: 'postgres', database: 'postgres', max: 4, connectionTimeoutMillis: 5000 });
+  pool.on('error', () => undefined); // idle clients see restarts and cuts; the lease's signal says what they mean
+  const election = new PgElection(pool, ctx.name, { id: ctx.id, ttlMs: ctx.ttlMs, safetyMarginMs: ctx.marginMs });
+  return {
+    campaign: (signal) => election.campaign({ signal }),
+    resign: () => election.resign(),
+    async close() {
+      await election.close().catch(() => undefined);
+      await pool.end().catch(() => undefined);
+    },
+  };
+};

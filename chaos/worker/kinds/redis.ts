@@ -1,0 +1,19 @@
+import { Redis } from 'ioredis';
+import { RedisElection } from '../../../src/recipes/redis/index.js';
+import type { CandidateKind } from '../kind.js';
+
+/** Redis: one RedisElection (a RedisLock underneath) on one client for the candidate's life. */
+export const redisCandidate: CandidateKind = (ctx) => {
+  if (ctx.store.backend !== 'redis') throw new Error('redis candidate needs a redis endpoint');
+  const redis = new Redis({ host: ctx.store.host, port: ctx.store.port, lazyConnect: false });
+  redis.on('error', () => undefined); // reconnects by itself; the lease's signal says what it means
+  const election = new RedisElection(redis, ctx.name, { id: ctx.id, ttlMs: ctx.ttlMs, safetyMarginMs: ctx.marginMs });
+  return {
+    campaign: (signal) => election.campaign({ signal }),
+    resign: () => election.resign(),
+    async close() {
+      await election.close().catch(() => undefined);
+      redis.disconnect();
+    },
+  };
+};

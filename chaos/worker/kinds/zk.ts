@@ -1,0 +1,27 @@
+import { LeaderLatch, ZkSession } from '../../../src/recipes/zk/index.js';
+import type { CandidateKind } from '../kind.js';
+
+/**
+ * ZooKeeper: one session for the candidate's life (it makes a new ZooKeeper session by itself
+ * after LOST) and one LeaderLatch, which campaigns again after any loss.
+ */
+export const zkCandidate: CandidateKind = (ctx) => {
+  if (ctx.store.backend !== 'zk') throw new Error('zk candidate needs a connection string');
+  const cs = ctx.store.connectionString;
+  let session: ZkSession | undefined;
+  let latch: LeaderLatch | undefined;
+  return {
+    async campaign(signal) {
+      if (!latch) {
+        session = await ZkSession.create({ connectionString: cs, ttlMs: ctx.ttlMs, safetyMarginMs: ctx.marginMs }, { signal });
+        latch = new LeaderLatch(session, ctx.name, { id: ctx.id });
+      }
+      return latch.campaign({ signal });
+    },
+    resign: async () => latch?.resign(),
+    async close() {
+      await latch?.close().catch(() => undefined);
+      await session?.close().catch(() => undefined);
+    },
+  };
+};

@@ -1,0 +1,141 @@
+import { monotonicNs } from '../../core/clock.js';
+import { LeaseLostError, TenureError } from '../../core/errors.js';
+import type { Lease } from '../../core/lease.js';
+import { optionalNumber, requireFunction, requireOptions, requireString } from '../../core/validate.js';
+import type { HistoryOp } from './types.js';
+
+export interface HistoryRecorderOptions {
+  /** Receives each entry as it is recorded (e.g. sends it to a parent process). @default kept in `ops` */
+  sink?: (op: HistoryOp) => void;
+  /** How often a held term's local deadline is sampled, in ms. @default 5 */
+  deadlineSampleMs?: number;
+}
+
+type Entry = Omit<HistoryOp, 't' | 'process'>;
+
+/** A write error that proves the write was not applied; any other leaves its outcome unknown. */
+function definitelyRefused(e: unknown): boolean {
+  return e instanceof TenureError && (e.code === 'STALE_FENCE' || e.code === 'CONFIG_INVALID');
+}
+
+const message = (e: unknown): string => (e instanceof Error ? `${e.name}: ${e.message}` : String(e)).slice(0, 300);
+
+/**
+ * Records one process's part of a history for {@link checkHistory}: wrap each acquire, fenced
+ * write and release in it, and it logs the invocation and the completion, stamped with the
+ * system-wide monotonic clock. A granted lease is followed by itself: its local deadline is
+ * sampled while it lasts (so a holder frozen past it is known to have ended there) and its
+ * signal's abort is logged as the term's end.
+ *
+ * ```ts
+ * const rec = new HistoryRecorder('worker-1');
+ * const lease = await rec.acquire(() => election.campaign());
+ * await rec.write('ledger', 'w-1', lease.fence, () => ledger.write(lease.fence, apply));
+ * await rec.release(lease);
+ * checkHistory({ ops: [...rec.ops, ...otherProcessesOps] });
+ * ```
+ */
+export class HistoryRecorder {
+  readonly process: string;
+  /** What was recorded, when no `sink` was given. */
+  readonly ops: HistoryOp[] = [];
+  readonly #sink: (op: HistoryOp) => void;
+  readonly #sampleMs: number;
+
+  constructor(process: string, options?: HistoryRecorderOptions) {
+    this.process = requireString('process', process, { maxLength: 200 });
+    const o = requireOptions('options', options);
+    if (o.sink !== undefined) requireFunction('sink', o.sink);
+    this.#sink = o.sink ?? ((op) => this.ops.push(op));
+    this.#sampleMs = optionalNumber('deadlineSampleMs', o.deadlineSampleMs, 5, { min: 1 });
+  }
+
+  /** Records one entry now. */
+  record(entry: Entry): HistoryOp {
+    const op = { t: monotonicNs(), process: this.process, ...entry } as HistoryOp;
+    this.#sink(op);
+    return op;
+  }
+
+  /** Runs an acquire or campaign, logging it; a granted lease is then followed (see the class note). */
+  async acquire(fn: () => Promise<Lease>): Promise<Lease> {
+    this.record({ type: 'invoke', f: 'acquire' });
+    let lease: Lease;
+    try {
+      lease = await fn();
+    } catch (e) {
+      this.record({ type: 'fail', f: 'acquire', error: message(e) });
+      throw e;
+    }
+    this.record({ type: 'ok', f: 'acquire', fence: lease.fence });
+    this.follow(lease);
+    return lease;
+  }
+
+  /**
+   * Runs a fenced write, logging it: `ok`, `fail` when the resource refused it (`stale` when for
+   * its fence), `info` when the outcome is unknown (a connection error, say).
+   */
+  async write<T>(register: string, id: string, fence: bigint, fn: () => Promise<T>): Promise<T> {
+    this.record({ type: 'invoke', f: 'write', register, id, fence });
+    try {
+      const v = await fn();
+      this.record({ type: 'ok', f: 'write', register, id, fence });
+      return v;
+    } catch (e) {
+      const refused = definitelyRefused(e);
+      const stale = e instanceof TenureError && e.code === 'STALE_FENCE';
+      this.record({ type: refused ? 'fail' : 'info', f: 'write', register, id, fence, error: message(e), ...(stale ? { stale } : {}) });
+      throw e;
+    }
+  }
+
+  /** Releases (resigns) a term, logging it. */
+  async release(lease: Lease, fn: () => Promise<void> = () => lease.release()): Promise<void> {
+    this.record({ type: 'invoke', f: 'release', fence: lease.fence });
+    try {
+      await fn();
+      this.record({ type: 'ok', f: 'release', fence: lease.fence });
+    } catch (e) {
+      this.record({ type: 'info', f: 'release', fence: lease.fence, error: message(e) });
+      throw e;
+    }
+  }
+
+  /**
+   * Follows a lease granted elsewhere (`acquire` does this itself): logs its local deadline each
+   * time it moves and its end when its signal aborts.
+   */
+  follow(lease: Lease): void {
+    const fence = lease.fence;
+    let reported = -1n;
+    const sample = (): void => {
+      // `lost` checks the deadline first: a holder that wakes past it (SIGSTOP, a long GC) must
+      // not report "now" as its deadline; its last report before the freeze stands.
+      if (lease.lost) return;
+      const remaining = lease.remainingMs();
+      if (!Number.isFinite(remaining) || remaining <= 0) return;
+      const deadline = monotonicNs() + BigInt(Math.round(remaining * 1e6));
+      // Only moves of more than 1 ms: the two clock reads differ by microseconds each time.
+      if (deadline > reported + 1_000_000n) {
+        reported = deadline;
+        this.record({ type: 'info', f: 'deadline', fence, deadline });
+      }
+    };
+    const onEnd = (): void => {
+      clearInterval(timer);
+      const r: unknown = lease.signal.reason;
+      this.record({ type: 'info', f: 'term-end', fence, error: r instanceof LeaseLostError ? r.reason : message(r) });
+    };
+    sample();
+    const timer = setInterval(sample, this.#sampleMs);
+    timer.unref();
+    if (lease.signal.aborted) onEnd();
+    else lease.signal.addEventListener('abort', onEnd, { once: true });
+  }
+
+  /** Records a fault the nemesis started or healed, done to `target` when it was done to one process. */
+  fault(kind: string, phase: 'start' | 'end', target?: string, detail?: string): HistoryOp {
+    return this.record({ type: 'info', f: 'fault', fault: kind, phase, ...(target === undefined ? {} : { target }), ...(detail === undefined ? {} : { error: detail }) });
+  }
+}

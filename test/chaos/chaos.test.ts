@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest';
+import { runChaos } from '../../chaos/runner.js';
+import { chaosConfig, parseDuration } from '../../chaos/options.js';
+import { summarize } from '../../chaos/summary.js';
+import { BACKENDS } from '../../chaos/stores/index.js';
+
+/**
+ * The short chaos runs of `npm test` (the long one is `npm run chaos`): each backend with five
+ * candidate processes under the nemesis, with a fixed seed each; then the same kind of run with
+ * fencing bypassed, which the checker must catch. One file, so the runs never share the machine
+ * with each other.
+ */
+const SEEDS = { etcd: 1301, zk: 1302, redis: 1303, postgres: 1304 } as const;
+const SHORT_MS = 10_000;
+
+describe('the chaos suite', () => {
+  for (const backend of BACKENDS) {
+    it(`${backend}: five candidates under the nemesis break no rule`, { timeout: 120_000 }, async () => {
+      const report = await runChaos({ backend, durationMs: SHORT_MS, seed: SEEDS[backend] });
+      console.log(summarize(report));
+      const s = report.result.stats;
+      expect(report.result.violations).toEqual([]);
+      expect(Object.values(s.faults).reduce((a, n) => a + n, 0)).toBeGreaterThan(0);
+      expect(s.terms).toBeGreaterThan(report.config.candidates);
+      expect(s.writesAcknowledged).toBeGreaterThan(50);
+    });
+  }
+
+  it('with fencing bypassed, paused holders write over their successors and the checker reports it', { timeout: 120_000 }, async () => {
+    // Pauses only, always of the holder, with a 1 s TTL: about three in ten seconds, each almost
+    // surely freezing the holder mid-work, so that it wakes and writes after its successor did.
+    const report = await runChaos({ backend: 'redis', durationMs: SHORT_MS, ttlMs: 1000, seed: 1305, faults: ['pause'], aimAtHolder: 1, bypassFencing: true });
+    console.log(summarize(report));
+    const rules = new Set(report.result.violations.map((v) => v.rule));
+    expect(rules.has('fence-order')).toBe(true);
+    expect(rules.has('stale-write')).toBe(true);
+    expect(report.result.stats.staleRejected).toBe(0);
+  });
+
+  it('refuses bad options, naming the field', () => {
+    expect(() => chaosConfig({ backend: 'mongo' as never })).toThrow(expect.objectContaining({ field: 'backend' }));
+    expect(() => chaosConfig({ backend: 'etcd', ttlMs: 1500 })).toThrow(expect.objectContaining({ field: 'ttlMs' }));
+    expect(() => chaosConfig({ backend: 'etcd', candidates: 1 })).toThrow(expect.objectContaining({ field: 'candidates' }));
+    expect(() => parseDuration('duration', '10 minutes')).toThrow(expect.objectContaining({ field: 'duration' }));
+    expect(parseDuration('duration', '1m30s')).toBe(90_000);
+    expect(parseDuration('duration', '10m')).toBe(600_000);
+  });
+});

@@ -1,0 +1,234 @@
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import ts from 'typescript';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConfigError, InMemoryFencedResource, LeadershipManager, shutdownOnSignals } from '../../src/index.js';
+import { EtcdServer, ZooKeeperServer } from '../../src/testing/index.js';
+import { EtcdElection, EtcdMutex, EtcdSession, createEtcdClient } from '../../src/recipes/etcd/index.js';
+import { InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreV2, LeaderLatch, ZkSession } from '../../src/recipes/zk/index.js';
+import { RedisElection, RedisFencedResource, RedisLock } from '../../src/recipes/redis/index.js';
+import { PgElection, PgSessionLock, PostgresFencedResource, ensureSchema, tryWithXactLock, withXactLock } from '../../src/recipes/postgres/index.js';
+
+/**
+ * Bad input, every public constructor and method (issue 9): wrong types, empty, negative, NaN,
+ * Infinity, 2^31, 2^53, oversize, odd characters. Each must end in a ConfigError naming the
+ * field — synchronously or as a rejection, before any I/O — and nothing else. The first test
+ * fails when a public options interface gains a property without a row here.
+ */
+const root = fileURLToPath(new URL('../../', import.meta.url));
+
+// Value families.
+const MS = ['10', -1, Number.NaN, Infinity, 2 ** 31, 2 ** 53, null, {}];
+const INT_MS = [...MS, 1.5];
+const ID = [7, '', 'x'.repeat(100_000), 'a\u0000b', null, {}];
+const SIGNAL = [{}, 'abort', 1, { aborted: false }];
+const LOGGER = [{}, 'pino', { info() {} }, 1];
+const CLOCK = [{}, { now: () => 'soon' }, { now: () => Number.NaN }, 5];
+
+let etcd: EtcdServer;
+let zk: ZooKeeperServer;
+let etcdClient: ReturnType<typeof createEtcdClient>;
+let es: EtcdSession;
+let zs: ZkSession;
+const redis = new Redis({ lazyConnect: true, port: 1 });
+const pool = new pg.Pool({ port: 1 });
+
+beforeAll(async () => {
+  [etcd, zk] = await Promise.all([new EtcdServer().start(), new ZooKeeperServer().start()]);
+  etcdClient = createEtcdClient({ hosts: etcd.endpoints });
+  [es, zs] = await Promise.all([EtcdSession.create({ client: etcdClient, ttlMs: 2000 }), ZkSession.create({ connectionString: zk.connectionString })]);
+});
+afterAll(async () => {
+  await Promise.all([es?.close(), zs?.close()]);
+  etcdClient?.close();
+  redis.disconnect();
+  await pool.end();
+  await Promise.all([etcd?.stop(), zk?.stop()]);
+});
+
+type Row = { covers: string[]; field: string; values: unknown[]; call: (v: unknown) => unknown };
+const opt = (o: Record<string, unknown>) => o as never;
+
+/** Every row: which `Interface.property` (or argument) it covers, the field the error must name, the bad values. */
+const rows = (): Row[] => [
+  // Shared waits: every method that can wait.
+  ...(['signal', 'timeoutMs'] as const).map((f) => ({
+    covers: [`WaitOptions.${f}`],
+    field: f,
+    values: f === 'signal' ? SIGNAL : MS,
+    call: async (v: unknown) => {
+      const o = opt({ [f]: v });
+      const calls: Promise<unknown>[] = [
+        new EtcdMutex(es, 'bi/m').acquire(o),
+        new EtcdMutex(es, 'bi/m2').tryAcquire(o),
+        new EtcdElection(es, 'bi/e').campaign(o),
+        new EtcdElection(es, 'bi/e2').leader(o),
+        new InterProcessMutex(zs, '/bi/m').acquire(o),
+        new InterProcessMutex(zs, '/bi/m2').tryAcquire(o),
+        new LeaderLatch(zs, '/bi/l').campaign(o),
+        new RedisLock(redis, 'bi').acquire(o),
+        new RedisLock(redis, 'bi2').tryAcquire(o),
+        new RedisElection(redis, 'bi3').campaign(o),
+        new PgSessionLock(pool, 'bi').acquire(o),
+        new PgElection(pool, 'bi').campaign(o),
+        withXactLock(pool, 'bi', () => 1, o),
+      ];
+      const outcomes = await Promise.allSettled(calls);
+      const bad = outcomes.find((x) => x.status === 'fulfilled' || !(x.reason instanceof ConfigError) || x.reason.field !== f);
+      if (bad) throw bad.status === 'rejected' ? bad.reason : new Error('accepted');
+      throw (outcomes[0] as PromiseRejectedResult).reason;
+    },
+  })),
+  // Backoff (PgElection).
+  { covers: ['BackoffOptions.initialMs', 'PgElectionOptions.backoff'], field: 'backoff.initialMs', values: MS.filter((v) => v !== null && typeof v !== 'object'), call: (v) => new PgElection(pool, 'x', { backoff: opt({ initialMs: v }) }) },
+  { covers: ['BackoffOptions.maxMs'], field: 'backoff.maxMs', values: [...MS.filter((v) => v !== null && typeof v !== 'object'), 10], call: (v) => new PgElection(pool, 'x', { backoff: opt({ initialMs: 100, maxMs: v }) }) },
+  // ZooKeeper.
+  { covers: ['ZkSessionOptions.connectionString'], field: 'connectionString', values: [7, '', 'localhost', '127.0.0.1:99999', '127.0.0.1:0', 'a b:1', '127.0.0.1:1/ chroot', null], call: (v) => ZkSession.create(opt({ connectionString: v })) },
+  ...(['ttlMs', 'connectTimeoutMs', 'spinDelayMs'] as const).map((f) => ({ covers: [`ZkSessionOptions.${f}`], field: f, values: INT_MS.filter((v) => !(f === 'spinDelayMs' && v === 2 ** 53) || true), call: (v: unknown) => ZkSession.create(opt({ connectionString: zk.connectionString, [f]: v })) })),
+  { covers: ['ZkSessionOptions.safetyMarginMs'], field: 'safetyMarginMs', values: [...MS, 0, 7000], call: (v) => ZkSession.create(opt({ connectionString: zk.connectionString, ttlMs: 10_000, safetyMarginMs: v })) },
+  { covers: ['ZkSessionOptions.policy'], field: 'policy', values: ['lenient', 1, null], call: (v) => ZkSession.create(opt({ connectionString: zk.connectionString, policy: v })) },
+  { covers: ['ZkSessionOptions.logger'], field: 'logger', values: LOGGER, call: (v) => ZkSession.create(opt({ connectionString: zk.connectionString, logger: v })) },
+  { covers: ['ZkSessionOptions.clock'], field: 'clock', values: CLOCK, call: (v) => ZkSession.create(opt({ connectionString: zk.connectionString, clock: v })) },
+  { covers: ['ZkSessionOptions.authInfo'], field: 'authInfo', values: ['user:pw', 1, {}], call: (v) => ZkSession.create(opt({ connectionString: zk.connectionString, authInfo: v })) },
+  { covers: ['ZkSessionOptions.acl', 'InterProcessMutexOptions.acl', 'LeaderLatchOptions.acl'], field: 'acl', values: ['world:anyone', 1, []], call: (v) => new InterProcessMutex(zs, '/x', opt({ acl: v })) },
+  { covers: ['LeaderLatchOptions.acl'], field: 'acl', values: ['world:anyone', 1, []], call: (v) => new LeaderLatch(zs, '/x', opt({ acl: v })) },
+  { covers: ['InterProcessMutexOptions.id', 'LeaderLatchOptions.id', 'EtcdElectionOptions.id', 'RedisLockOptions.id', 'PgLockOptions.id'], field: 'id', values: ID, call: (v) => {
+    for (const make of [() => new InterProcessMutex(zs, '/x', opt({ id: v })), () => new LeaderLatch(zs, '/x', opt({ id: v })), () => new InterProcessReadWriteLock(zs, '/x', opt({ id: v })), () => new EtcdElection(es, 'x', opt({ id: v })), () => new RedisLock(redis, 'x', opt({ id: v })), () => new RedisElection(redis, 'x', opt({ id: v })), () => new PgSessionLock(pool, 'x', opt({ id: v })), () => new PgElection(pool, 'x', opt({ id: v }))]) {
+      let threw: unknown;
+      try { make(); } catch (e) { threw = e; }
+      if (!(threw instanceof ConfigError) || threw.field !== 'id') throw threw ?? new Error('accepted');
+    }
+    throw new ConfigError('id', 'all refused');
+  } },
+  { covers: ['LeaderLatchOptions.closeMode'], field: 'closeMode', values: ['loud', 1], call: (v) => new LeaderLatch(zs, '/x', opt({ closeMode: v })) },
+  { covers: ['arg:zk.path'], field: 'path', values: [7, '', 'x', '/', '/a/', '/a//b', '/a/./b', '/a/\u0001'], call: (v) => new InterProcessMutex(zs, v as string) },
+  { covers: ['arg:zk.maxLeases'], field: 'maxLeases', values: [0, -1, 1.5, Number.NaN, 'x'], call: (v) => new InterProcessSemaphoreV2(zs, '/x', v as number) },
+  { covers: ['arg:zk.session'], field: 'session', values: [{}, null, 'zk'], call: (v) => new LeaderLatch(v as never, '/x') },
+  // etcd.
+  { covers: ['EtcdSessionOptions.client', 'EtcdSessionOptions.hosts'], field: 'client', values: [{}], call: () => EtcdSession.create(opt({})) },
+  { covers: ['EtcdClientOptions.hosts'], field: 'hosts', values: [[], '', [1], null], call: (v) => createEtcdClient(opt({ hosts: v })) },
+  { covers: ['EtcdClientOptions.maxAttempts'], field: 'maxAttempts', values: [0, 21, 1.5, Number.NaN, 'x'], call: (v) => createEtcdClient(opt({ hosts: 'http://127.0.0.1:1', maxAttempts: v })) },
+  { covers: ['EtcdClientOptions.retryDelayMs'], field: 'retryDelayMs', values: [0, -1, 10_001, Number.NaN, 'x'], call: (v) => createEtcdClient(opt({ hosts: 'http://127.0.0.1:1', retryDelayMs: v })) },
+  { covers: ['EtcdClientOptions.etcd3'], field: 'etcd3', values: ['x', 1], call: (v) => createEtcdClient(opt({ hosts: 'http://127.0.0.1:1', etcd3: v })) },
+  { covers: ['EtcdSessionOptions.ttlMs'], field: 'ttlMs', values: [...INT_MS, 0, 1500, 999], call: (v) => EtcdSession.create(opt({ client: etcdClient, ttlMs: v })) },
+  { covers: ['EtcdSessionOptions.safetyMarginMs'], field: 'safetyMarginMs', values: [...MS, 0, 2000], call: (v) => EtcdSession.create(opt({ client: etcdClient, ttlMs: 2000, safetyMarginMs: v })) },
+  { covers: ['EtcdSessionOptions.leaseId'], field: 'leaseId', values: ['abc', '0', -1, '1'.repeat(30)], call: (v) => EtcdSession.create(opt({ client: etcdClient, leaseId: v })) },
+  { covers: ['EtcdSessionOptions.callTimeoutMs'], field: 'callTimeoutMs', values: INT_MS, call: (v) => EtcdSession.create(opt({ client: etcdClient, callTimeoutMs: v })) },
+  { covers: ['EtcdSessionOptions.clock'], field: 'clock', values: CLOCK, call: (v) => EtcdSession.create(opt({ client: etcdClient, clock: v })) },
+  { covers: ['EtcdSessionOptions.logger'], field: 'logger', values: LOGGER, call: (v) => EtcdSession.create(opt({ client: etcdClient, logger: v })) },
+  { covers: ['arg:etcd.name'], field: 'name', values: [7, '', 'a b', 'a//b', 'a/', 'x'.repeat(600)], call: (v) => new EtcdMutex(es, v as string) },
+  { covers: ['arg:etcd.session'], field: 'session', values: [{}, null], call: (v) => new EtcdElection(v as never, 'x') },
+  { covers: ['arg:etcd.proclaim'], field: 'value', values: [7, null, {}, Buffer.alloc(1024 * 1024 + 1)], call: async (v) => {
+    const e = new EtcdElection(es, `bi/proclaim-${Math.random()}`);
+    const t = await e.campaign();
+    try { await t.proclaim(v as string); } finally { await e.close(); }
+  } },
+  // Redis.
+  { covers: ['arg:redis.client'], field: 'redis', values: [{}, null, pool], call: (v) => new RedisLock(v as never, 'x') },
+  { covers: ['arg:redis.name'], field: 'name', values: [7, '', 'a{b}', 'a\nb', 'x'.repeat(300)], call: (v) => new RedisLock(redis, v as string) },
+  { covers: ['RedisLockOptions.ttlMs'], field: 'ttlMs', values: [...INT_MS, 0, 29], call: (v) => new RedisLock(redis, 'x', opt({ ttlMs: v })) },
+  { covers: ['RedisLockOptions.safetyMarginMs'], field: 'safetyMarginMs', values: [...MS, 0, 700], call: (v) => new RedisLock(redis, 'x', opt({ ttlMs: 1000, safetyMarginMs: v })) },
+  { covers: ['RedisLockOptions.restartGuardMs'], field: 'restartGuardMs', values: [...INT_MS, 500], call: (v) => new RedisLock(redis, 'x', opt({ ttlMs: 1000, restartGuardMs: v })) },
+  { covers: ['RedisLockOptions.keyPrefix'], field: 'keyPrefix', values: [7, 'a\nb', 'a{b', 'x'.repeat(200)], call: (v) => new RedisLock(redis, 'x', opt({ keyPrefix: v })) },
+  { covers: ['RedisLockOptions.retryMaxMs'], field: 'retryMaxMs', values: [...MS, 0, 600_001], call: (v) => new RedisLock(redis, 'x', opt({ retryMaxMs: v })) },
+  { covers: ['RedisLockOptions.callTimeoutMs', 'RedisFencedResourceOptions.callTimeoutMs'], field: 'callTimeoutMs', values: INT_MS, call: (v) => {
+    for (const make of [() => new RedisLock(redis, 'x', opt({ callTimeoutMs: v })), () => new RedisFencedResource(redis, 'x', opt({ callTimeoutMs: v }))]) {
+      let threw: unknown;
+      try { make(); } catch (e) { threw = e; }
+      if (!(threw instanceof ConfigError) || threw.field !== 'callTimeoutMs') throw threw ?? new Error('accepted');
+    }
+    throw new ConfigError('callTimeoutMs', 'all refused');
+  } },
+  { covers: ['RedisLockOptions.logger'], field: 'logger', values: LOGGER, call: (v) => new RedisLock(redis, 'x', opt({ logger: v })) },
+  { covers: ['RedisLockOptions.clock'], field: 'clock', values: CLOCK, call: (v) => new RedisLock(redis, 'x', opt({ clock: v })) },
+  { covers: ['RedisElectionOptions.observeIntervalMs'], field: 'observeIntervalMs', values: [...MS, 5], call: (v) => new RedisElection(redis, 'x', opt({ observeIntervalMs: v })) },
+  { covers: ['arg:redis.fencedValue'], field: 'value[0]', values: [{}, null, undefined, Symbol('s'), Number.NaN, () => 1], call: (v) => new RedisFencedResource(redis, 'x').write(1n, (w) => void w.set('k', v as string)) },
+  { covers: ['arg:redis.key'], field: 'key', values: [7, '', 'x'.repeat(2000)], call: (v) => new RedisFencedResource(redis, v as string) },
+  // Postgres.
+  { covers: ['arg:pg.pool'], field: 'pool', values: [{}, null, redis, new pg.Client({ port: 1 })], call: (v) => new PgSessionLock(v as never, 'x') },
+  { covers: ['arg:pg.name'], field: 'name', values: [7, '', 'a\u0000b', 'x'.repeat(300)], call: (v) => new PgSessionLock(pool, v as string) },
+  { covers: ['PgLockOptions.ttlMs'], field: 'ttlMs', values: [...INT_MS, 0, 99], call: (v) => new PgSessionLock(pool, 'x', opt({ ttlMs: v })) },
+  { covers: ['PgLockOptions.safetyMarginMs'], field: 'safetyMarginMs', values: [...MS, 0, 700], call: (v) => new PgSessionLock(pool, 'x', opt({ ttlMs: 1000, safetyMarginMs: v })) },
+  { covers: ['PgLockOptions.callTimeoutMs', 'XactLockOptions.callTimeoutMs', 'EnsureSchemaOptions.callTimeoutMs', 'PostgresFencedResourceOptions.callTimeoutMs'], field: 'callTimeoutMs', values: INT_MS, call: async (v) => {
+    const outcomes = await Promise.allSettled([
+      (async () => new PgSessionLock(pool, 'x', opt({ callTimeoutMs: v })))(),
+      withXactLock(pool, 'x', () => 1, opt({ callTimeoutMs: v })),
+      ensureSchema(pool, opt({ callTimeoutMs: v })),
+      (async () => new PostgresFencedResource(pool, 'x', opt({ callTimeoutMs: v })))(),
+    ]);
+    const bad = outcomes.find((x) => x.status === 'fulfilled' || !(x.reason instanceof ConfigError) || x.reason.field !== 'callTimeoutMs');
+    if (bad) throw bad.status === 'rejected' ? bad.reason : new Error('accepted');
+    throw new ConfigError('callTimeoutMs', 'all refused');
+  } },
+  { covers: ['PgLockOptions.namespace', 'XactLockOptions.namespace'], field: 'namespace', values: [1.5, 2 ** 31, -(2 ** 31) - 1, 'tenu', Number.NaN], call: (v) => new PgSessionLock(pool, 'x', opt({ namespace: v })) },
+  { covers: ['PgLockOptions.logger'], field: 'logger', values: LOGGER, call: (v) => new PgSessionLock(pool, 'x', opt({ logger: v })) },
+  { covers: ['PgLockOptions.clock'], field: 'clock', values: CLOCK, call: (v) => new PgSessionLock(pool, 'x', opt({ clock: v })) },
+  { covers: ['PgElectionOptions.observeIntervalMs'], field: 'observeIntervalMs', values: [...MS, 5], call: (v) => new PgElection(pool, 'x', opt({ observeIntervalMs: v })) },
+  { covers: ['XactLockOptions.signal'], field: 'signal', values: SIGNAL, call: (v) => tryWithXactLock(pool, 'x', () => 1, opt({ signal: v })) },
+  { covers: ['XactLockOptions.timeoutMs'], field: 'timeoutMs', values: [...INT_MS, 0, 2 ** 32], call: (v) => withXactLock(pool, 'x', () => 1, opt({ timeoutMs: v })) },
+  { covers: ['XactLockOptions.idleTimeoutMs'], field: 'idleTimeoutMs', values: [...INT_MS, 0, 2 ** 32], call: (v) => withXactLock(pool, 'x', () => 1, opt({ idleTimeoutMs: v })) },
+  { covers: ['arg:pg.fn'], field: 'fn', values: [1, 'x', null], call: (v) => withXactLock(pool, 'x', v as never) },
+  { covers: ['arg:pg.fence', 'PostgresFencedWriteOptions.client'], field: 'fence', values: [-1n, 1, '1', 2n ** 63n], call: (v) => new PostgresFencedResource(pool, 'x').write(v as bigint, () => 1, opt({ client: undefined })) },
+  // Lifecycle.
+  { covers: ['LeadershipManagerOptions.drainTimeoutMs'], field: 'drainTimeoutMs', values: INT_MS, call: (v) => new LeadershipManager(new RedisElection(redis, 'x'), opt({ drainTimeoutMs: v })) },
+  { covers: ['LeadershipManagerOptions.backoff'], field: 'backoff', values: ['fast', 1], call: (v) => new LeadershipManager(new RedisElection(redis, 'x'), opt({ backoff: v })) },
+  { covers: ['LeadershipManagerOptions.releaseOnReturn'], field: 'releaseOnReturn', values: ['yes', 1, null], call: (v) => new LeadershipManager(new RedisElection(redis, 'x'), opt({ releaseOnReturn: v })) },
+  { covers: ['LeadershipManagerOptions.observeLeader'], field: 'observeLeader', values: ['yes', 1, null], call: (v) => new LeadershipManager(new RedisElection(redis, 'x'), opt({ observeLeader: v })) },
+  { covers: ['LeadershipManagerOptions.logger'], field: 'logger', values: LOGGER, call: (v) => new LeadershipManager(new RedisElection(redis, 'x'), opt({ logger: v })) },
+  { covers: ['arg:lifecycle.candidate'], field: 'candidate', values: [{}, null, 'etcd', { campaign() {} }], call: (v) => new LeadershipManager(v as never) },
+  { covers: ['arg:lifecycle.hook'], field: 'hook', values: [1, 'x', null], call: (v) => new LeadershipManager(new RedisElection(redis, 'x')).onElected(v as never) },
+  { covers: ['ShutdownOptions.signals'], field: 'signals', values: ['SIGTERM', [], ['SIGNOPE'], [1]], call: (v) => shutdownOnSignals(new LeadershipManager(new RedisElection(redis, 'x')), opt({ signals: v })) },
+  { covers: ['ShutdownOptions.exit'], field: 'exit', values: [1, 'exit'], call: (v) => shutdownOnSignals(new LeadershipManager(new RedisElection(redis, 'x')), opt({ exit: v })) },
+  { covers: ['arg:lifecycle.managers'], field: 'managers', values: [[], null, {}], call: (v) => shutdownOnSignals(v as never) },
+  // Core.
+  { covers: ['arg:core.fence'], field: 'fence', values: [-1n, 1, '1', null], call: (v) => new InMemoryFencedResource('r').write(v as bigint, () => 1) },
+  { covers: ['arg:core.resourceName'], field: 'name', values: [7, ''], call: (v) => new InMemoryFencedResource(v as string) },
+];
+
+/** The public options properties, by interface, from the entry points (testing kit excluded: test/testing/config.test.ts). */
+function publicOptions(): string[] {
+  const entries = ['src/index.ts', 'src/recipes/zk/index.ts', 'src/recipes/etcd/index.ts', 'src/recipes/redis/index.ts', 'src/recipes/postgres/index.ts'].map((e) => root + e);
+  const program = ts.createProgram(entries, { module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, target: ts.ScriptTarget.ES2022, strict: true, skipLibCheck: true, noEmit: true, types: ['node'] });
+  const c = program.getTypeChecker();
+  const out = new Set<string>();
+  for (const e of entries) {
+    for (const s of c.getExportsOfModule(c.getSymbolAtLocation(program.getSourceFile(e)!)!)) {
+      if (!s.getName().endsWith('Options') || s.getName() === 'TenureErrorOptions') continue;
+      const t = c.getDeclaredTypeOfSymbol(s.flags & ts.SymbolFlags.Alias ? c.getAliasedSymbol(s) : s);
+      for (const p of c.getPropertiesOfType(t)) {
+        // Inherited properties are covered where they are declared (RedisElectionOptions extends RedisLockOptions).
+        const decl = p.declarations?.[0]?.parent;
+        const owner = decl && ts.isInterfaceDeclaration(decl) ? decl.name.text : s.getName();
+        out.add(`${owner}.${p.getName()}`);
+      }
+    }
+  }
+  return [...out].sort();
+}
+
+describe('bad input', () => {
+  it('every public option has a row in this table', () => {
+    const covered = new Set(rows().flatMap((r) => r.covers));
+    expect(publicOptions().filter((p) => !covered.has(p))).toEqual([]);
+  }, 60_000);
+
+  it('every bad value of every row ends in a ConfigError naming its field, and nothing else', async () => {
+    const failures: string[] = [];
+    for (const row of rows()) {
+      for (const v of row.values) {
+        let outcome: unknown;
+        try {
+          await row.call(v);
+          outcome = 'accepted';
+        } catch (e) {
+          outcome = e;
+        }
+        const label = typeof v === 'string' && v.length > 20 ? `'${v.slice(0, 8)}…'(${v.length})` : Buffer.isBuffer(v) ? `Buffer(${v.length})` : typeof v === 'bigint' ? `${v}n` : typeof v === 'symbol' ? 'Symbol' : JSON.stringify(v) ?? String(v);
+        if (!(outcome instanceof ConfigError)) failures.push(`${row.covers[0]} = ${label}: ${outcome instanceof Error ? `${outcome.name}: ${outcome.message}` : String(outcome)}`);
+        else if (outcome.field !== row.field) failures.push(`${row.covers[0]} = ${label}: field '${outcome.field}', expected '${row.field}'`);
+      }
+    }
+    expect(failures).toEqual([]);
+  }, 120_000);
+});

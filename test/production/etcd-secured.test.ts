@@ -1,0 +1,91 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
+import { EtcdElection, EtcdMutex, EtcdSession, createEtcdClient } from '../../src/recipes/etcd/index.js';
+import { PermissionDeniedError } from '../../src/index.js';
+import { EtcdServer, makeCertificates } from '../../src/testing/index.js';
+
+/**
+ * etcd over mutual TLS with auth on: `app` may read and write only `app/`, which is enough for
+ * every etcd recipe (plus lease grant/keepalive, which need no key permission); `other` holds
+ * the same rights on `other/`.
+ */
+const SECRET = 'app-Pa55-word';
+let etcd: EtcdServer;
+const sessions: EtcdSession[] = [];
+
+const session = async (username: string, password: string, logger?: pino.Logger): Promise<EtcdSession> => {
+  const client = createEtcdClient({ hosts: etcd.endpoints, etcd3: { credentials: etcd.credentials, auth: { username, password } } });
+  try {
+    const s = await EtcdSession.create({ client, ttlMs: 2000, ...(logger ? { logger } : {}) });
+    sessions.push(s);
+    s.signal.addEventListener('abort', () => client.close(), { once: true });
+    return s;
+  } catch (e) {
+    client.close();
+    throw e;
+  }
+};
+
+beforeAll(async () => {
+  etcd = await new EtcdServer({ tls: await makeCertificates() }).start();
+  await etcd.enableAuth('root-secret', [
+    { name: 'app', prefix: 'app/', password: SECRET },
+    { name: 'other', prefix: 'other/', password: 'other-secret' },
+  ]);
+});
+afterAll(async () => {
+  await Promise.all(sessions.map((s) => s.close()));
+  await etcd?.stop();
+});
+
+it('EtcdMutex and EtcdElection work over TLS as a role limited to their prefix', async () => {
+  const a = await session('app', SECRET);
+  const b = await session('app', SECRET);
+  const m1 = new EtcdMutex(a, 'app/lock');
+  const m2 = new EtcdMutex(b, 'app/lock');
+  const l1 = await m1.acquire({ timeoutMs: 5000 });
+  const pending = m2.acquire({ timeoutMs: 5000 });
+  await l1.release();
+  const l2 = await pending;
+  expect(l2.fence).toBeGreaterThan(l1.fence);
+  await l2.release();
+  const e = new EtcdElection(a, 'app/leader');
+  const term = await e.campaign({ timeoutMs: 5000 });
+  expect((await e.leader())?.key).toBe(term.key);
+  await term.resign();
+});
+
+it('a role for another prefix cannot read, delete or overwrite the lock: PermissionDeniedError at once, no retry loop', async () => {
+  const owner = await session('app', SECRET);
+  const lease = await new EtcdMutex(owner, 'app/guarded').acquire({ timeoutMs: 5000 });
+  const intruder = await session('other', 'other-secret');
+  const key = `app/guarded/${owner.leaseIdHex}`;
+  await expect(intruder.client.get(key).string()).rejects.toThrow(/permission denied/i);
+  await expect(intruder.client.delete().key(key).exec()).rejects.toThrow(/permission denied/i);
+  await expect(intruder.client.put(key).value('mine').exec()).rejects.toThrow(/permission denied/i);
+  const t0 = performance.now();
+  await expect(new EtcdMutex(intruder, 'app/guarded').acquire({ timeoutMs: 10_000 })).rejects.toBeInstanceOf(PermissionDeniedError);
+  await expect(new EtcdMutex(intruder, 'app/guarded').tryAcquire()).rejects.toBeInstanceOf(PermissionDeniedError);
+  await expect(new EtcdElection(intruder, 'app/guarded').campaign({ timeoutMs: 10_000 })).rejects.toBeInstanceOf(PermissionDeniedError);
+  await expect(new EtcdElection(intruder, 'app/guarded').leader()).rejects.toBeInstanceOf(PermissionDeniedError);
+  await expect(new EtcdElection(intruder, 'app/guarded').observe().next()).rejects.toBeInstanceOf(PermissionDeniedError);
+  expect(performance.now() - t0).toBeLessThan(5000); // refused, not retried until the timeout
+  expect(lease.signal.aborted).toBe(false);
+  expect(await owner.client.get(key).string()).not.toBeNull();
+  await lease.release();
+});
+
+it('a wrong password is a PermissionDeniedError, and neither errors nor logs carry a password', async () => {
+  const lines: string[] = [];
+  const logger = pino({ level: 'debug' }, new Writable({ write: (c: Buffer, _e, cb) => (lines.push(c.toString()), cb()) }));
+  const wrong = 'not-the-Pa55-word';
+  const err = await session('app', wrong, logger).catch((e: unknown) => e);
+  expect(err).toBeInstanceOf(PermissionDeniedError);
+  const ok = await session('app', SECRET, logger);
+  await (await new EtcdMutex(ok, 'app/logged').acquire()).release();
+  await ok.close();
+  const text = [String(err), (err as Error).stack, JSON.stringify(err), String((err as Error).cause), ...lines].join('\n');
+  expect(text).not.toContain(wrong);
+  expect(text).not.toContain(SECRET);
+});
