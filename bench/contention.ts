@@ -4,7 +4,7 @@
  * connection(s); all run in this process (a 2-core machine; the servers take the other core).
  */
 import { performance } from 'node:perf_hooks';
-import { percentile, type BenchRow } from './harness.js';
+import { notes, percentile, type BenchRow } from './harness.js';
 
 /** Takes the lock; resolves with the function that releases it. */
 export type Acquire = () => Promise<() => Promise<unknown>>;
@@ -72,21 +72,8 @@ export async function handoff(a: Acquire, b: Acquire, durationMs: number): Promi
   return { p50: percentile(samples, 50), p99: percentile(samples, 99), samples: samples.length };
 }
 
-/**
- * Runs `measure` for every implementation in turn, `rounds` times, so load drifting on a shared
- * machine hits every implementation alike; returns, per implementation, the round with the
- * median `key`.
- */
-export async function interleaved<T>(impls: string[], rounds: number, measure: (impl: string) => Promise<T>, key: (r: T) => number): Promise<Map<string, T>> {
-  const all = new Map<string, T[]>(impls.map((i) => [i, []]));
-  for (let r = 0; r < rounds; r++) for (const impl of impls) all.get(impl)!.push(await measure(impl));
-  const out = new Map<string, T>();
-  for (const [impl, rs] of all) out.set(impl, [...rs].sort((a, b) => key(a) - key(b))[Math.floor(rs.length / 2)]!);
-  return out;
-}
-
 /** The table row for a 10-contender result. */
-export function contentionRow(group: string, impl: string, c: ContentionResult): BenchRow {
+export function contentionRow(group: string, impl: string, c: ContentionResult, extra?: string): BenchRow {
   return {
     group,
     scenario: '10 contenders (wait time)',
@@ -94,6 +81,6 @@ export function contentionRow(group: string, impl: string, c: ContentionResult):
     opsPerSec: c.opsPerSec,
     p50Ms: c.waitP50,
     p99Ms: c.waitP99,
-    notes: `p99.9 ${c.waitP999.toFixed(1)} ms; per-contender min/max ${c.min}/${c.max}`,
+    notes: notes(`p99.9 ${c.waitP999.toFixed(1)} ms; per-contender min/max ${c.min}/${c.max}`, extra),
   };
 }

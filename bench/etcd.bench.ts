@@ -8,7 +8,7 @@ import { performance } from 'node:perf_hooks';
 import { Etcd3, EtcdLockFailedError } from 'etcd3';
 import { EtcdElection, EtcdMutex, EtcdSession, createEtcdClient } from '../src/recipes/etcd/index.js';
 import { EtcdServer } from '../src/testing/index.js';
-import { percentile, timeLoop, type BenchCase, type BenchRow } from './harness.js';
+import { interleaved, notes, percentile, spread, timeLoop, type BenchCase, type BenchRow } from './harness.js';
 
 const TTL = 2;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -157,36 +157,22 @@ const impls = (hosts: string[]) => ({
 
 type Figures = Omit<BenchRow, 'group' | 'scenario' | 'impl'>;
 
-/** The run with the median ops/s, noting the spread of all runs. */
-function median(runs: Figures[]): Figures {
-  const sorted = [...runs].sort((a, b) => (a.opsPerSec ?? 0) - (b.opsPerSec ?? 0));
-  const m = sorted[Math.floor(sorted.length / 2)]!;
-  const spread = `median of ${runs.length} interleaved runs (ops/s ${sorted.map((r) => (r.opsPerSec ?? 0).toFixed(0)).join('/')})`;
-  return { ...m, notes: m.notes ? `${m.notes}; ${spread}` : spread };
-}
-
-const REPEATS = 3;
-
 function lockCase(kind: 'mutex' | 'election'): BenchCase {
+  const group = `etcd ${kind}`;
   return {
-    group: `etcd ${kind}`,
+    group,
     run: ({ durationMs }) =>
       withEtcd(async (etcd) => {
-        const list = impls(etcd.endpoints)[kind];
-        const solo: Figures[][] = list.map(() => []);
-        const ten: Figures[][] = list.map(() => []);
-        // Interleaved repeats: a noisy neighbour slows every implementation alike.
-        for (let rep = 0; rep < REPEATS; rep++) {
-          for (const [i, [, mk]] of list.entries()) solo[i]!.push(await uncontended(mk(unique(kind)), durationMs));
-          for (const [i, [, mk]] of list.entries()) {
-            const name = unique(kind);
-            ten[i]!.push(await contended(() => mk(name)(), durationMs));
-          }
-        }
-        return [
-          ...list.map(([impl], i) => ({ group: `etcd ${kind}`, scenario: 'uncontended acquire+release', impl, ...median(solo[i]!) })),
-          ...list.map(([impl], i) => ({ group: `etcd ${kind}`, scenario: '10 contenders (wait ms)', impl, ...median(ten[i]!) })),
-        ];
+        const list = new Map<string, (n: string) => () => Promise<Contender>>(impls(etcd.endpoints)[kind]);
+        const names = [...list.keys()];
+        // Interleaved rounds: a noisy neighbour slows every implementation alike.
+        const solo = await interleaved(names, (impl) => uncontended(list.get(impl)!(unique(kind)), durationMs), (r) => r.opsPerSec ?? 0);
+        const ten = await interleaved(names, (impl) => {
+          const name = unique(kind);
+          return contended(() => list.get(impl)!(name)(), durationMs);
+        }, (r) => r.opsPerSec ?? 0);
+        const row = (scenario: string, impl: string, r: { median: Figures; keys: number[] }): BenchRow => ({ group, scenario, impl, ...r.median, notes: notes(r.median.notes, spread(r.keys, 'ops/s')) });
+        return [...names.map((impl) => row('uncontended acquire+release', impl, solo.get(impl)!)), ...names.map((impl) => row('10 contenders (wait ms)', impl, ten.get(impl)!))];
       }),
   };
 }

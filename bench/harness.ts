@@ -47,10 +47,63 @@ export async function timeLoop(op: () => Promise<unknown>, durationMs: number): 
   return { opsPerSec: lat.length / elapsed, p50Ms: percentile(lat, 50), p99Ms: percentile(lat, 99), count: lat.length };
 }
 
-/** Formats rows as a Markdown table. */
+/** The rounds of one implementation: the median round (by the measure's key) and every key. */
+export interface Rounds<T> {
+  median: T;
+  keys: number[];
+}
+
+/** Rounds per measurement: every group interleaves its implementations this many times. */
+export const ROUNDS = 3;
+
+/**
+ * Runs `measure` for every implementation in turn, `rounds` times, so load drifting on a shared
+ * machine hits every implementation alike; returns, per implementation, the round with the
+ * median `key` and every round's key (the spread).
+ */
+export async function interleaved<T>(impls: readonly string[], measure: (impl: string, round: number) => Promise<T>, key: (r: T) => number, rounds = ROUNDS): Promise<Map<string, Rounds<T>>> {
+  const all = new Map<string, T[]>(impls.map((i) => [i, []]));
+  for (let r = 0; r < rounds; r++) for (const impl of impls) all.get(impl)!.push(await measure(impl, r));
+  const out = new Map<string, Rounds<T>>();
+  for (const [impl, rs] of all) {
+    const sorted = [...rs].sort((a, b) => key(a) - key(b));
+    out.set(impl, { median: sorted[Math.floor(sorted.length / 2)]!, keys: sorted.map(key) });
+  }
+  return out;
+}
+
+/** "median of 3 rounds (ops/s 581/700/838)": the spread, for a row's notes. */
+export function spread(keys: number[], unit: string): string {
+  const f = (n: number): string => (n >= 100 ? n.toFixed(0) : n.toFixed(2));
+  return `median of ${keys.length} rounds (${unit} ${keys.map(f).join('/')})`;
+}
+
+/** Joins note fragments, skipping empty ones. */
+export function notes(...parts: (string | undefined | false)[]): string {
+  return parts.filter((p): p is string => typeof p === 'string' && p.length > 0).join('; ');
+}
+
+/**
+ * tenure/peer for a tenure row against each peer row of the same group and scenario: ops/s
+ * (higher is better) and p50 (lower is better).
+ */
+function ratios(row: BenchRow, rows: BenchRow[]): string {
+  if (!row.impl.startsWith('tenure')) return '';
+  const peers = rows.filter((r) => r.group === row.group && r.scenario === row.scenario && !r.impl.startsWith('tenure'));
+  const x = (a: number | undefined, b: number | undefined): string | undefined => (a !== undefined && b !== undefined && b > 0 && !Number.isNaN(a) && !Number.isNaN(b) ? `${(a / b).toFixed(2)}×` : undefined);
+  return peers
+    .map((p) => {
+      const parts = [x(row.opsPerSec, p.opsPerSec) && `ops/s ${x(row.opsPerSec, p.opsPerSec)}`, x(row.p50Ms, p.p50Ms) && `p50 ${x(row.p50Ms, p.p50Ms)}`, x(row.p99Ms, p.p99Ms) && `p99 ${x(row.p99Ms, p.p99Ms)}`].filter(Boolean);
+      return parts.length > 0 ? `vs ${p.impl}: ${parts.join(', ')}` : '';
+    })
+    .filter(Boolean)
+    .join('<br>');
+}
+
+/** Formats rows as a Markdown table, with tenure/peer ratios. */
 export function table(rows: BenchRow[]): string {
   const f = (n: number | undefined, d = 2): string => (n === undefined || Number.isNaN(n) ? '' : n >= 100 ? n.toFixed(0) : n.toFixed(d));
-  const lines = ['| group | scenario | implementation | ops/s | p50 ms | p99 ms | notes |', '| --- | --- | --- | ---: | ---: | ---: | --- |'];
-  for (const r of rows) lines.push(`| ${r.group} | ${r.scenario} | ${r.impl} | ${f(r.opsPerSec, 1)} | ${f(r.p50Ms)} | ${f(r.p99Ms)} | ${r.notes ?? ''} |`);
+  const lines = ['| group | scenario | implementation | ops/s | p50 ms | p99 ms | tenure/peer | notes |', '| --- | --- | --- | ---: | ---: | ---: | --- | --- |'];
+  for (const r of rows) lines.push(`| ${r.group} | ${r.scenario} | ${r.impl} | ${f(r.opsPerSec, 1)} | ${f(r.p50Ms)} | ${f(r.p99Ms)} | ${ratios(r, rows)} | ${r.notes ?? ''} |`);
   return lines.join('\n');
 }

@@ -2,14 +2,13 @@
  * Postgres advisory locks: tenure's withXactLock vs the raw `pg_advisory_xact_lock` baseline
  * (the same two round trips: `BEGIN; SELECT pg_advisory_xact_lock(…)`, then `COMMIT`), for one
  * client and 10 contenders; and PgSessionLock vs a raw pinned `pg_advisory_lock`/`unlock`.
- * Implementations are measured in turn, three rounds of a third of the duration each; each row is
- * the median round (the machine is shared).
+ * Implementations are interleaved over three rounds; each row is the median round, with the spread.
  */
 import pg from 'pg';
 import { PgSessionLock, advisoryKey, withXactLock } from '../src/recipes/postgres/index.js';
 import { PostgresServer } from '../src/testing/index.js';
-import { timeLoop, type BenchCase, type BenchRow } from './harness.js';
-import { contend, contentionRow, handoff, interleaved, type Acquire } from './contention.js';
+import { interleaved, notes, spread, timeLoop, type BenchCase, type BenchRow } from './harness.js';
+import { contend, contentionRow, handoff, type Acquire } from './contention.js';
 
 type Impl = { impl: string; acquire: (pool: pg.Pool, name: string) => Acquire };
 
@@ -74,18 +73,15 @@ async function run({ durationMs }: { durationMs: number }): Promise<BenchRow[]> 
     for (const [group, impls] of [['postgres xact lock', xactImpls], ['postgres session lock', sessionImpls]] as const) {
       const names = impls.map((i) => i.impl);
       const byName = new Map(impls.map((i) => [i.impl, i.acquire]));
-      const slice = Math.max(500, Math.round(durationMs / 3));
-      const solo = await interleaved(names, 3, async (impl) => {
+      const solo = await interleaved(names, async (impl) => {
         const one = byName.get(impl)!(pool, `solo:${impl}`);
-        return timeLoop(async () => (await one())(), slice);
+        return timeLoop(async () => (await one())(), durationMs);
       }, (r) => r.opsPerSec);
-      for (const [impl, r] of solo) rows.push({ group, scenario: 'uncontended acquire+release', impl, opsPerSec: r.opsPerSec, p50Ms: r.p50Ms, p99Ms: r.p99Ms });
-      const ten = await interleaved(names, 3, (impl) => contend(Array.from({ length: 10 }, () => byName.get(impl)!(pool, `ten:${impl}`)), slice), (c) => c.opsPerSec);
-      for (const [impl, c] of ten) {
-        rows.push(contentionRow(group, impl, c));
-      }
-      const hand = await interleaved(names, 3, (impl) => handoff(byName.get(impl)!(pool, `handoff:${impl}`), byName.get(impl)!(pool, `handoff:${impl}`), Math.min(slice, 1500)), (h) => h.p50);
-      for (const [impl, h] of hand) rows.push({ group, scenario: 'hand-off release → waiter granted', impl, p50Ms: h.p50, p99Ms: h.p99, notes: `${h.samples} hand-offs` });
+      for (const [impl, { median: r, keys }] of solo) rows.push({ group, scenario: 'uncontended acquire+release', impl, opsPerSec: r.opsPerSec, p50Ms: r.p50Ms, p99Ms: r.p99Ms, notes: spread(keys, 'ops/s') });
+      const ten = await interleaved(names, (impl) => contend(Array.from({ length: 10 }, () => byName.get(impl)!(pool, `ten:${impl}`)), durationMs), (c) => c.opsPerSec);
+      for (const [impl, { median: c, keys }] of ten) rows.push(contentionRow(group, impl, c, spread(keys, 'ops/s')));
+      const hand = await interleaved(names, (impl) => handoff(byName.get(impl)!(pool, `handoff:${impl}`), byName.get(impl)!(pool, `handoff:${impl}`), Math.min(durationMs, 1500)), (h) => h.p50);
+      for (const [impl, { median: h, keys }] of hand) rows.push({ group, scenario: 'hand-off release → waiter granted', impl, p50Ms: h.p50, p99Ms: h.p99, notes: notes(`${h.samples} hand-offs`, spread(keys, 'p50 ms')) });
     }
   } finally {
     await pool.end();

@@ -2,16 +2,15 @@
  * RedisLock vs `redlock` 4.2 and `@sesamecare-oss/redlock` 1.4, each on one Redis node:
  * uncontended acquire+release, 10 contenders, and hand-off latency. The Redlock clients run
  * with their default retry delay/jitter (200 ± 100 ms) and unlimited retries, as users run them.
- * Implementations are measured in turn, three rounds of a third of the duration each; each row is
- * the median round (the machine is shared).
+ * Implementations are interleaved over three rounds; each row is the median round, with the spread.
  */
 import { createRequire } from 'node:module';
 import { Redis } from 'ioredis';
 import { Redlock as SesameRedlock } from '@sesamecare-oss/redlock';
 import { RedisLock } from '../src/recipes/redis/index.js';
 import { RedisServer } from '../src/testing/index.js';
-import { timeLoop, type BenchCase, type BenchRow } from './harness.js';
-import { contend, contentionRow, handoff, interleaved, type Acquire } from './contention.js';
+import { interleaved, notes, spread, timeLoop, type BenchCase, type BenchRow } from './harness.js';
+import { contend, contentionRow, handoff, type Acquire } from './contention.js';
 
 interface Redlock4Lock {
   unlock(): Promise<void>;
@@ -66,6 +65,19 @@ const impls: Impl[] = [
   },
 ];
 
+/** Commands the server ran since RESETSTAT and the µs it spent in them (INFO commandstats), without the INFO itself. */
+async function serverCost(admin: Redis): Promise<{ calls: number; usec: number }> {
+  const info = await admin.info('commandstats');
+  let calls = 0;
+  let usec = 0;
+  for (const m of info.matchAll(/^cmdstat_(\w+):calls=(\d+),usec=(\d+)/gm)) {
+    if (m[1] === 'info' || m[1] === 'config') continue;
+    calls += Number(m[2]);
+    usec += Number(m[3]);
+  }
+  return { calls, usec };
+}
+
 async function run({ durationMs }: { durationMs: number }): Promise<BenchRow[]> {
   const server = await new RedisServer().start();
   const clients: Redis[] = [];
@@ -82,31 +94,33 @@ async function run({ durationMs }: { durationMs: number }): Promise<BenchRow[]> 
     await warm.close();
     const names = impls.map((i) => i.impl);
     const byName = new Map(impls.map((i) => [i.impl, i.make]));
-    const slice = Math.max(500, Math.round(durationMs / 3));
-    const solo = await interleaved(names, 3, async (impl) => {
+    const admin = client();
+    const solo = await interleaved(names, async (impl) => {
       const one = await byName.get(impl)!(client(), `solo:${impl}`);
-      const r = await timeLoop(async () => (await one.acquire())(), slice);
+      await admin.config('RESETSTAT');
+      const r = await timeLoop(async () => (await one.acquire())(), durationMs);
+      const server = await serverCost(admin);
       await one.close();
-      return r;
+      return { ...r, serverUsPerCycle: server.usec / r.count, callsPerCycle: server.calls / r.count };
     }, (r) => r.opsPerSec);
-    for (const [impl, r] of solo) rows.push({ group: 'redis lock', scenario: 'uncontended acquire+release', impl, opsPerSec: r.opsPerSec, p50Ms: r.p50Ms, p99Ms: r.p99Ms });
-    const ten = await interleaved(names, 3, async (impl) => {
+    for (const [impl, { median: r, keys }] of solo) {
+      rows.push({ group: 'redis lock', scenario: 'uncontended acquire+release', impl, opsPerSec: r.opsPerSec, p50Ms: r.p50Ms, p99Ms: r.p99Ms, notes: notes(`server: ${r.callsPerCycle.toFixed(2)} commands, ${r.serverUsPerCycle.toFixed(1)} µs per cycle`, spread(keys, 'ops/s')) });
+    }
+    const ten = await interleaved(names, async (impl) => {
       const contenders = await Promise.all(Array.from({ length: 10 }, () => byName.get(impl)!(client(), `ten:${impl}`)));
-      const c = await contend(contenders.map((x) => x.acquire), slice);
+      const c = await contend(contenders.map((x) => x.acquire), durationMs);
       await Promise.all(contenders.map((x) => x.close()));
       return c;
     }, (c) => c.opsPerSec);
-    for (const [impl, c] of ten) {
-      rows.push(contentionRow('redis lock', impl, c));
-    }
-    const hand = await interleaved(names, 3, async (impl) => {
+    for (const [impl, { median: c, keys }] of ten) rows.push(contentionRow('redis lock', impl, c, spread(keys, 'ops/s')));
+    const hand = await interleaved(names, async (impl) => {
       const make = byName.get(impl)!;
       const [a, b] = await Promise.all([make(client(), `handoff:${impl}`), make(client(), `handoff:${impl}`)]);
-      const h = await handoff(a.acquire, b.acquire, Math.min(slice, 1500));
+      const h = await handoff(a.acquire, b.acquire, Math.min(durationMs, 1500));
       await Promise.all([a.close(), b.close()]);
       return h;
     }, (h) => h.p50);
-    for (const [impl, h] of hand) rows.push({ group: 'redis lock', scenario: 'hand-off release → waiter granted', impl, p50Ms: h.p50, p99Ms: h.p99, notes: `${h.samples} hand-offs` });
+    for (const [impl, { median: h, keys }] of hand) rows.push({ group: 'redis lock', scenario: 'hand-off release → waiter granted', impl, p50Ms: h.p50, p99Ms: h.p99, notes: notes(`${h.samples} hand-offs`, spread(keys, 'p50 ms')) });
   } finally {
     for (const c of clients) c.disconnect();
     await server.stop();

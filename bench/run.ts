@@ -1,17 +1,18 @@
 /**
- * `npm run bench [filter…] [--duration ms]`: runs every bench/*.bench.ts case (or those whose
- * group contains a filter word), prints one table and writes it to bench/RESULTS.md.
+ * `npm run bench [filter…] [--duration ms-per-round]`: runs every bench/*.bench.ts case (or those whose
+ * group contains a filter word), prints one table and writes it to bench/RESULTS.md (a full run)
+ * or .bench-results/ (a filtered one).
  */
-import { readdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { cpus } from 'node:os';
-import { table, type BenchCase, type BenchRow } from './harness.js';
+import { cpus, loadavg } from 'node:os';
+import { ROUNDS, table, type BenchCase, type BenchRow } from './harness.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
 const di = args.indexOf('--duration');
-const durationMs = di >= 0 ? Number(args[di + 1]) : 5000;
+const durationMs = di >= 0 ? Number(args[di + 1]) : 2000;
 const filters = args.filter((a, i) => !a.startsWith('--') && (di < 0 || i !== di + 1));
 
 const files = readdirSync(here).filter((f) => f.endsWith('.bench.ts')).sort();
@@ -20,15 +21,29 @@ if (files.length === 0) {
   process.exit(2);
 }
 const rows: BenchRow[] = [];
+const load = (): string => loadavg().map((l) => l.toFixed(2)).join(' / ');
+const loadBefore = load();
+const started = performance.now();
 for (const f of files) {
   const mod = (await import(pathToFileURL(join(here, f)).href)) as { cases: BenchCase[] };
   for (const c of mod.cases) {
     if (filters.length > 0 && !filters.some((w) => c.group.includes(w))) continue;
     console.error(`bench: ${c.group} …`);
-    rows.push(...(await c.run({ durationMs })));
+    try {
+      rows.push(...(await c.run({ durationMs })));
+    } catch (e) {
+      // One failing group must not lose the others' figures: its failure is a row of its own.
+      console.error(`bench: ${c.group} failed:`, e);
+      rows.push({ group: c.group, scenario: 'FAILED', impl: '-', notes: String(e instanceof Error ? e.message : e).replace(/\|/g, '/').slice(0, 300) });
+    }
   }
 }
-const out = `# tenure benchmarks\n\nMachine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, Node ${process.version}; ${durationMs} ms per measurement, loopback, real servers from tenure/testing.\n\n${table(rows)}\n`;
-writeFileSync(join(here, 'RESULTS.md'), out);
+const minutes = ((performance.now() - started) / 60_000).toFixed(1);
+const out = `# tenure benchmarks\n\nMachine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, Node ${process.version}; ${durationMs} ms per round, every implementation interleaved over ${ROUNDS} rounds (median shown, spread in notes), loopback, real servers from tenure/testing. Load average (1/5/15 min) before: ${loadBefore}, after: ${load()}; ${minutes} min.${filters.length > 0 ? ` Groups: ${filters.join(', ')}.` : ''}\n\nRatios are tenure/peer: ops/s above 1× and p50/p99 below 1× favour tenure.\n\n${table(rows)}\n`;
+// Only a full run replaces bench/RESULTS.md; a filtered run goes to .bench-results/ (not committed).
+const target = filters.length > 0 ? join(here, '..', '.bench-results', `${filters.join('-').replace(/[^\w-]/g, '_')}.md`) : join(here, 'RESULTS.md');
+mkdirSync(dirname(target), { recursive: true });
+writeFileSync(target, out);
 console.log(out);
+console.error(`bench: wrote ${target}`);
 process.exit(0);

@@ -1,60 +1,33 @@
 /**
- * ZooKeeper lock benchmarks: tenure's InterProcessMutex (predecessor watch, protected creation,
- * ephemeralOwner check) side by side with a naive lock written here as the baseline: every waiter
- * sets a getChildren watch on the parent and re-reads the children on every change (the herd).
- * Cases: uncontended acquire+release, 10 contenders in one process on 10 sessions, handoff latency.
+ * ZooKeeper lock benchmarks: tenure's InterProcessMutex beside Apache Curator 5.4's (the same
+ * recipe in Java, run by test/peers/CuratorPeer.java in its own JVM; its loops are timed inside
+ * the JVM, so no IPC is measured) and beside a naive getChildren-watch lock (bench/zk-naive.ts),
+ * on one ZooKeeper server, interleaved over rounds. Also: ZooKeeper requests per
+ * acquire+release (the server's packet counter), and LeaderLatch failover after SIGKILL.
  */
-import zookeeper, { type Client } from 'node-zookeeper-client';
-import { percentile, timeLoop, type BenchCase, type BenchRow } from './harness.js';
-import { ZooKeeperServer } from '../src/testing/index.js';
-import { InterProcessMutex, ZkSession } from '../src/recipes/zk/index.js';
+import { join } from 'node:path';
+import { fourLetterWord, spawnWorker, ZooKeeperServer } from '../src/testing/index.js';
+import type { ZkSession } from '../src/recipes/zk/index.js';
+import { CuratorPeer } from '../test/peers/curator.js';
+import { zkLatch, zkMutex, zkSession } from '../test/peers/tenure.js';
+import { interleaved, notes, percentile, spread, timeLoop, type BenchCase, type BenchRow } from './harness.js';
+import { NaiveLock, rawClient } from './zk-naive.js';
 
 const GROUP = 'zk mutex';
+const SESSION_MS = 10_000;
+const CURATOR = 'Curator 5.4 InterProcessMutex';
+const TENURE = 'tenure InterProcessMutex';
+const NAIVE = 'naive getChildren-watch lock';
 
-/** The baseline: a getChildren-watch lock, the way it is often written by hand. */
-class NaiveLock {
-  wakeUps = 0;
-  constructor(
-    private readonly client: Client,
-    private readonly path: string,
-  ) {}
+type Solo = { opsPerSec: number; p50Ms: number; p99Ms: number; count: number };
+type Ten = { opsPerSec: number; p50Ms: number; p99Ms: number; min: number; max: number; wakeUpsPerGrant?: number };
+type Hand = { p50Ms: number; p99Ms: number; count: number };
 
-  async acquire(): Promise<string> {
-    const node = await new Promise<string>((resolve, reject) =>
-      this.client.create(`${this.path}/lock-`, Buffer.alloc(0), zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL, (e, p) => (e ? reject(e) : resolve(p))),
-    );
-    const mine = node.slice(this.path.length + 1);
-    for (;;) {
-      let changed!: () => void;
-      const fired = new Promise<void>((r) => (changed = r));
-      const children = await new Promise<string[]>((resolve, reject) =>
-        this.client.getChildren(
-          this.path,
-          () => {
-            this.wakeUps++;
-            changed();
-          },
-          (e, ch) => (e ? reject(e) : resolve(ch)),
-        ),
-      );
-      if (children.sort()[0] === mine) return node;
-      await fired;
-    }
-  }
-
-  release(node: string): Promise<void> {
-    return new Promise((resolve, reject) => this.client.remove(node, -1, (e) => (e ? reject(e) : resolve())));
-  }
-}
-
-async function rawClient(conn: string, path: string): Promise<Client> {
-  const c = zookeeper.createClient(conn, { sessionTimeout: 10_000, retries: 0 });
-  await new Promise<void>((resolve) => {
-    c.once('connected', () => resolve());
-    c.connect();
-  });
-  await new Promise<void>((resolve) => c.mkdirp(path, () => resolve()));
-  return c;
+/** One implementation's three measurements on `path`. */
+interface Impl {
+  uncontended(path: string, durationMs: number): Promise<Solo>;
+  contended(path: string, durationMs: number): Promise<Ten>;
+  handoff(path: string, durationMs: number): Promise<Hand>;
 }
 
 interface Contender {
@@ -64,8 +37,8 @@ interface Contender {
 }
 
 async function tenureContender(conn: string, path: string): Promise<Contender> {
-  const s = await ZkSession.create({ connectionString: conn, ttlMs: 10_000 });
-  const m = new InterProcessMutex(s, path);
+  const s: ZkSession = await zkSession(conn, SESSION_MS);
+  const m = zkMutex(s, path);
   return {
     acquire: async () => {
       const l = await m.acquire();
@@ -92,100 +65,196 @@ async function naiveContender(conn: string, path: string): Promise<Contender> {
   };
 }
 
-type Factory = (conn: string, path: string) => Promise<Contender>;
-const IMPLS: [string, Factory, string][] = [
-  ['tenure InterProcessMutex', tenureContender, '/bench/tenure'],
-  ['naive getChildren-watch lock', naiveContender, '/bench/naive'],
-];
+/** The measurements for a lock driven from this process. */
+function nodeImpl(conn: string, make: (conn: string, path: string) => Promise<Contender>): Impl {
+  return {
+    async uncontended(path, durationMs) {
+      const c = await make(conn, path);
+      const r = await timeLoop(async () => (await c.acquire())(), durationMs);
+      await c.close();
+      return r;
+    },
+    async contended(path, durationMs) {
+      const cs = await Promise.all(Array.from({ length: 10 }, () => make(conn, path)));
+      await (await cs[0]!.acquire())();
+      const waits: number[] = [];
+      const per = cs.map(() => 0);
+      const wake0 = cs.reduce((n, c) => n + c.wakeUps(), 0);
+      const start = performance.now();
+      const end = start + durationMs;
+      await Promise.all(
+        cs.map(async (c, i) => {
+          while (performance.now() < end) {
+            const t = performance.now();
+            const release = await c.acquire();
+            waits.push(performance.now() - t);
+            per[i]!++;
+            await release();
+          }
+        }),
+      );
+      const secs = (performance.now() - start) / 1000;
+      const wakeUps = cs.reduce((n, c) => n + c.wakeUps(), 0) - wake0;
+      await Promise.all(cs.map((c) => c.close()));
+      return { opsPerSec: waits.length / secs, p50Ms: percentile(waits, 50), p99Ms: percentile(waits, 99), min: Math.min(...per), max: Math.max(...per), wakeUpsPerGrant: wakeUps / waits.length };
+    },
+    async handoff(path, durationMs) {
+      const [a, b] = await Promise.all([make(conn, path), make(conn, path)]);
+      const lat: number[] = [];
+      const end = performance.now() + durationMs;
+      let [holder, waiter] = [a, b];
+      let release = await holder.acquire();
+      while (performance.now() < end || lat.length < 5) {
+        const next = waiter.acquire();
+        await new Promise((r) => setTimeout(r, 2)); // the waiter's node and watch are in place
+        const t = performance.now();
+        await Promise.all([release(), next.then(() => lat.push(performance.now() - t))]);
+        release = await next;
+        [holder, waiter] = [waiter, holder];
+      }
+      await release();
+      await Promise.all([a.close(), b.close()]);
+      return { p50Ms: percentile(lat, 50), p99Ms: percentile(lat, 99), count: lat.length };
+    },
+  };
+}
 
-async function uncontended(conn: string, durationMs: number): Promise<BenchRow[]> {
+function curatorImpl(peer: CuratorPeer): Impl {
+  return {
+    uncontended: async (path, ms) => (await peer.call('bench.uncontended', 'bench', path, ms)) as unknown as Solo,
+    contended: async (path, ms) => (await peer.call('bench.contended', 'bench', path, 10, ms)) as unknown as Ten,
+    handoff: async (path, ms) => (await peer.call('bench.handoff', 'bench', path, ms)) as unknown as Hand,
+  };
+}
+
+/** Requests the server received (every client's packets, pings included). */
+async function packetsReceived(zk: ZooKeeperServer): Promise<number> {
+  const m = /zk_packets_received\s+(\d+)/.exec(await fourLetterWord(zk.port, 'mntr'));
+  return Number(m?.[1] ?? NaN);
+}
+
+async function mutexRows(zk: ZooKeeperServer, peer: CuratorPeer, durationMs: number): Promise<BenchRow[]> {
+  const conn = zk.connectionString;
+  const impls = new Map<string, Impl>([
+    [TENURE, nodeImpl(conn, tenureContender)],
+    [CURATOR, curatorImpl(peer)],
+    [NAIVE, nodeImpl(conn, naiveContender)],
+  ]);
+  const names = [...impls.keys()];
+  const slug = (impl: string): string => impl.split(' ')[0]!.toLowerCase();
+  // Warm every implementation (JIT on both sides, parent nodes) before anything is measured.
+  for (const impl of names) await impls.get(impl)!.uncontended(`/bench/${slug(impl)}/u`, Math.min(1000, durationMs));
+  const solo = await interleaved(names, async (impl) => {
+    const before = await packetsReceived(zk);
+    const r = await impls.get(impl)!.uncontended(`/bench/${slug(impl)}/u`, durationMs);
+    const requests = (await packetsReceived(zk)) - before - 1; // minus the mntr itself
+    return { ...r, requestsPerCycle: requests / r.count };
+  }, (r) => r.opsPerSec);
+  const ten = await interleaved(names, (impl) => impls.get(impl)!.contended(`/bench/${slug(impl)}/c`, durationMs), (r) => r.opsPerSec);
+  const hand = await interleaved(names, (impl) => impls.get(impl)!.handoff(`/bench/${slug(impl)}/h`, durationMs), (r) => r.p50Ms);
   const rows: BenchRow[] = [];
-  for (const [impl, make, path] of IMPLS) {
-    const c = await make(conn, `${path}/u`);
-    for (let i = 0; i < 500; i++) await (await c.acquire())(); // warm up (JIT, parent node)
-    const r = await timeLoop(async () => (await c.acquire())(), durationMs);
-    rows.push({ group: GROUP, scenario: 'uncontended acquire+release', impl, opsPerSec: r.opsPerSec, p50Ms: r.p50Ms, p99Ms: r.p99Ms });
-    await c.close();
+  for (const impl of names) {
+    const s = solo.get(impl)!;
+    rows.push({ group: GROUP, scenario: 'uncontended acquire+release', impl, opsPerSec: s.median.opsPerSec, p50Ms: s.median.p50Ms, p99Ms: s.median.p99Ms, notes: notes(`${s.median.requestsPerCycle.toFixed(2)} ZooKeeper requests per cycle`, spread(s.keys, 'ops/s')) });
+  }
+  for (const impl of names) {
+    const t = ten.get(impl)!;
+    const w = t.median.wakeUpsPerGrant;
+    rows.push({ group: GROUP, scenario: '10 contenders, 10 sessions (wait)', impl, opsPerSec: t.median.opsPerSec, p50Ms: t.median.p50Ms, p99Ms: t.median.p99Ms, notes: notes(`fairness min/max ${t.median.min}/${t.median.max}`, w !== undefined && `watch wake-ups per grant ${w.toFixed(2)}`, impl === CURATOR && '10 threads in one JVM', spread(t.keys, 'ops/s')) });
+  }
+  for (const impl of names) {
+    const h = hand.get(impl)!;
+    rows.push({ group: GROUP, scenario: 'hand-off: release → next holder granted', impl, p50Ms: h.median.p50Ms, p99Ms: h.median.p99Ms, notes: notes(`${h.median.count} hand-offs`, spread(h.keys, 'p50 ms')) });
   }
   return rows;
 }
 
-async function contended(conn: string, durationMs: number): Promise<BenchRow[]> {
-  const rows: BenchRow[] = [];
-  for (const [impl, make, path] of IMPLS) {
-    const cs = await Promise.all(Array.from({ length: 10 }, () => make(conn, `${path}/c`)));
-    await (await cs[0]!.acquire())();
-    const waits: number[] = [];
-    const perContender = cs.map(() => 0);
-    let grants = 0;
-    const wake0 = cs.reduce((n, c) => n + c.wakeUps(), 0);
-    const end = performance.now() + durationMs;
-    const start = performance.now();
-    await Promise.all(
-      cs.map(async (c, i) => {
-        while (performance.now() < end) {
-          const t = performance.now();
-          const release = await c.acquire();
-          waits.push(performance.now() - t);
-          grants++;
-          perContender[i]!++;
-          await release();
-        }
-      }),
-    );
-    const secs = (performance.now() - start) / 1000;
-    const wakeUps = cs.reduce((n, c) => n + c.wakeUps(), 0) - wake0;
-    rows.push({
-      group: GROUP,
-      scenario: '10 contenders, 10 sessions, 1 process',
-      impl,
-      opsPerSec: grants / secs,
-      p50Ms: percentile(waits, 50),
-      p99Ms: percentile(waits, 99),
-      notes: `wait latency; fairness min/max ${Math.min(...perContender)}/${Math.max(...perContender)}; watch wake-ups per grant ${(wakeUps / grants).toFixed(2)}`,
-    });
-    await Promise.all(cs.map((c) => c.close()));
-  }
-  return rows;
-}
+const LATCH_SESSION_MS = 2000;
+const zkWorker = join(import.meta.dirname, '..', 'test', 'zk', 'fixtures', 'worker.ts');
 
-async function handoff(conn: string, durationMs: number): Promise<BenchRow[]> {
-  const rows: BenchRow[] = [];
-  for (const [impl, make, path] of IMPLS) {
-    const [a, b] = await Promise.all([make(conn, `${path}/h`), make(conn, `${path}/h`)]);
-    const lat: number[] = [];
-    const end = performance.now() + durationMs;
-    let holder = a;
-    let waiter = b;
-    let release = await holder.acquire();
-    while (performance.now() < end) {
-      const next = waiter.acquire();
-      await new Promise((r) => setTimeout(r, 2)); // the waiter's node and watch are in place
-      const t = performance.now();
-      await Promise.all([release(), next.then(() => lat.push(performance.now() - t))]);
-      release = await next;
-      [holder, waiter] = [waiter, holder];
+/** Children of `path`, counted through a throwaway raw client. */
+async function waitQueued(conn: string, path: string, count: number): Promise<void> {
+  const c = await rawClient(conn, path);
+  try {
+    for (let i = 0; i < 1000; i++) {
+      const n = await new Promise<number>((resolve) => c.getChildren(path, (e, ch) => resolve(e ? 0 : ch.length)));
+      if (n >= count) return;
+      await new Promise((r) => setTimeout(r, 10));
     }
-    await release();
-    rows.push({ group: GROUP, scenario: 'handoff: release → next holder granted', impl, p50Ms: percentile(lat, 50), p99Ms: percentile(lat, 99), notes: `${lat.length} handoffs` });
-    await Promise.all([a.close(), b.close()]);
+    throw new Error(`${path}: ${count} participants never queued`);
+  } finally {
+    c.close();
   }
-  return rows;
+}
+
+/** ms from the leader's SIGKILL to the follower's election: tenure leader in a worker, tenure follower here. */
+async function tenureFailover(conn: string, path: string): Promise<number> {
+  const leader = await spawnWorker(zkWorker, [conn, 'latch', path, '0', '0', '-', String(LATCH_SESSION_MS)]);
+  try {
+    await leader.waitFor('acquired');
+    const s = await zkSession(conn, SESSION_MS);
+    const follower = zkLatch(s, path, 'follower');
+    const elected = follower.campaign().then(() => process.hrtime.bigint());
+    await waitQueued(conn, path, 2);
+    const killed = process.hrtime.bigint();
+    await leader.kill();
+    const at = await elected;
+    await follower.close();
+    await s.close();
+    return Number(at - killed) / 1e6;
+  } finally {
+    await leader.kill();
+  }
+}
+
+/** The same with Curator on both sides: the leader's JVM is SIGKILLed. */
+async function curatorFailover(conn: string, follower: CuratorPeer, path: string): Promise<number> {
+  const leader = await CuratorPeer.start(conn, { sessionTimeoutMs: LATCH_SESSION_MS });
+  try {
+    await leader.call('latch.start', 'l', path, 'leader');
+    await leader.call('latch.await', 'l', 10_000);
+    await follower.call('latch.start', 'f', path, 'follower');
+    await waitQueued(conn, path, 2);
+    const killed = process.hrtime.bigint();
+    await leader.kill();
+    const r = await follower.call('latch.await', 'f', 30_000);
+    await follower.call('latch.close', 'f');
+    return Number(BigInt(r.t as string) - killed) / 1e6;
+  } finally {
+    await leader.kill();
+  }
+}
+
+async function failoverRows(zk: ZooKeeperServer, peer: CuratorPeer): Promise<BenchRow[]> {
+  const conn = zk.connectionString;
+  let n = 0;
+  const impls: Record<string, () => Promise<number>> = {
+    'tenure LeaderLatch': () => tenureFailover(conn, `/bench/latch/t${++n}`),
+    'Curator 5.4 LeaderLatch': () => curatorFailover(conn, peer, `/bench/latch/c${++n}`),
+  };
+  const r = await interleaved(Object.keys(impls), (impl) => impls[impl]!(), (ms) => ms);
+  return [...r].map(([impl, { median, keys }]) => ({
+    group: 'zk latch',
+    scenario: `failover: leader SIGKILLed → follower elected (session ${LATCH_SESSION_MS} ms)`,
+    impl,
+    p50Ms: median,
+    notes: notes('leader in its own process, follower waiting', spread(keys, 'ms')),
+  }));
+}
+
+/** One ZooKeeper server and one Curator JVM for every ZooKeeper group. */
+async function withZk(fn: (zk: ZooKeeperServer, peer: CuratorPeer) => Promise<BenchRow[]>): Promise<BenchRow[]> {
+  const zk = await new ZooKeeperServer().start();
+  const peer = await CuratorPeer.start(zk.connectionString, { sessionTimeoutMs: SESSION_MS });
+  try {
+    return await fn(zk, peer);
+  } finally {
+    await peer.close();
+    await zk.stop();
+  }
 }
 
 export const cases: BenchCase[] = [
-  {
-    group: GROUP,
-    async run({ durationMs }) {
-      const zk = await new ZooKeeperServer().start();
-      try {
-        // Warm both implementations (and the client library's JIT) before measuring anything,
-        // so the one measured first is not penalised.
-        await uncontended(zk.connectionString, Math.min(2000, durationMs));
-        return [...(await uncontended(zk.connectionString, durationMs)), ...(await contended(zk.connectionString, durationMs)), ...(await handoff(zk.connectionString, durationMs))];
-      } finally {
-        await zk.stop();
-      }
-    },
-  },
+  { group: GROUP, run: ({ durationMs }) => withZk((zk, peer) => mutexRows(zk, peer, durationMs)) },
+  { group: 'zk latch', run: () => withZk((zk, peer) => failoverRows(zk, peer)) },
 ];

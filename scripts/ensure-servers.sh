@@ -10,6 +10,13 @@ command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
 [ -x /usr/bin/etcdctl ] || missing+=(etcd-client)
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
+# The peers tenure is tested and benchmarked against: Apache Curator (compiled against at test
+# time with javac, so a JDK, not only a JRE) and etcdctl (above).
+command -v javac >/dev/null 2>&1 || missing+=(default-jdk-headless)
+[ -f /usr/share/java/curator-recipes.jar ] || missing+=(libcurator-recipes-java)
+[ -f /usr/share/java/curator-framework.jar ] || missing+=(libcurator-framework-java)
+[ -f /usr/share/java/curator-client.jar ] || missing+=(libcurator-client-java)
+[ -f /usr/share/java/slf4j-nop.jar ] || missing+=(libslf4j-java)
 # The production-store tests (issue 15): a transaction pooler, cluster set-up, certificates.
 [ -x /usr/sbin/pgbouncer ] || missing+=(pgbouncer)
 command -v redis-cli >/dev/null 2>&1 || missing+=(redis-tools)

@@ -122,13 +122,8 @@ export class LeaseController {
   lose(reason: LeaseLostReason, cause?: unknown, message?: string): void {
     if (this.#abort.signal.aborted) return;
     this.#init.parent?.removeEventListener('abort', this.#onParentAbort);
-    const err =
-      cause instanceof LeaseLostError && cause.reason === reason && message === undefined
-        ? cause
-        : new LeaseLostError(reason, message ?? `${this.#init.name}: lease lost (${reason})`, {
-            cause,
-            fence: this.#init.fence,
-          });
+    const make = (): LeaseLostError => new LeaseLostError(reason, message ?? `${this.#init.name}: lease lost (${reason})`, { cause, fence: this.#init.fence });
+    const err = cause instanceof LeaseLostError && cause.reason === reason && message === undefined ? cause : reason === 'released' ? withoutStack(make) : make();
     this.#abort.abort(err);
   }
 
@@ -149,5 +144,20 @@ export class LeaseController {
       return true;
     }
     return false;
+  }
+}
+
+/**
+ * Builds an error without capturing a stack trace. A released lease's reason is the normal end of
+ * every lock cycle, not a fault, and capturing a stack costs ~20 µs: a tenth of a whole Postgres
+ * xact-lock cycle on loopback.
+ */
+function withoutStack<T>(make: () => T): T {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return make();
+  } finally {
+    Error.stackTraceLimit = limit;
   }
 }

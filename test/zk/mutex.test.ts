@@ -18,6 +18,24 @@ afterAll(async () => {
 });
 
 describe('InterProcessMutex', () => {
+  it("the fence is the holder node's czxid, also while other sessions create nodes at the same moment", async () => {
+    // The fence comes from the create reply's header zxid: prove it is the node's own czxid
+    // when creates from two sessions interleave on the server.
+    const locks = Array.from({ length: 20 }, (_, i) => new InterProcessMutex(i % 2 ? s1 : s2, `/mutex/czxid/${i}`));
+    const leases = await Promise.all(locks.map((m) => m.acquire()));
+    const raw = await rawClient(zk.connectionString);
+    try {
+      for (const [i, m] of locks.entries()) {
+        const stat = await new Promise<{ czxid: Buffer }>((resolve, reject) => raw.exists(m.ourPath!, (e, st) => (e || !st ? reject(e ?? new Error('gone')) : resolve(st as never))));
+        expect(leases[i]!.fence).toBe(stat.czxid.readBigInt64BE(0));
+      }
+    } finally {
+      raw.close();
+      await Promise.all(leases.map((l) => l.release()));
+      await Promise.all(locks.map((m) => m.close()));
+    }
+  });
+
   it('grants an uncontended lock with a fence and deletes its node on release', async () => {
     const m = new InterProcessMutex(s1, '/mutex/basic');
     const lease = await m.acquire();

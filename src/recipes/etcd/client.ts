@@ -14,7 +14,8 @@ import { etcd3 } from './peer.js';
  * - retries a failed call on another host a few times through tenure's one backoff policy
  *   (cockatiel's jittered exponential backoff; every tenure write is guarded by a compare, so a
  *   retry cannot do harm),
- * - reconnects gRPC channels and watch streams within 100–1000 ms instead of up to 30 s.
+ * - reconnects gRPC channels within 100–1000 ms and watch streams within 5–1000 ms instead of
+ *   up to 30 s.
  * The session's local deadline, not the client, decides when a lease may be lost.
  */
 
@@ -69,7 +70,12 @@ export function createEtcdClient(options: EtcdClientOptions): Etcd3 {
     faultHandling: {
       host: () => noop,
       global: retry(handleWhen(etcd3.isRecoverableError), { maxAttempts: maxAttempts - 1, backoff: new ExponentialBackoff({ initialDelay: retryDelayMs, maxDelay: 1000 }) }),
-      watchBackoff: new ExponentialBackoff({ initialDelay: 100, maxDelay: 1000 }).next(),
+      // etcd3 tears a client's watch stream down when its last watcher is cancelled, and a
+      // watcher attached before the cancel lands meets the stream's CANCELLED error and waits one
+      // backoff before re-attaching. A queue cancels its watches on every grant, so with a 100 ms
+      // first step a hand-off could stall 100-200 ms; 5 ms keeps that race cheap and still backs
+      // off to 1 s on a real outage.
+      watchBackoff: new ExponentialBackoff({ initialDelay: 5, maxDelay: 1000 }).next(),
     },
   });
   endpoints.set(client, describeHosts(hosts)!);

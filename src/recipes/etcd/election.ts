@@ -6,7 +6,7 @@ import type { WaitOptions } from '../../core/options.js';
 import { optionalId, optionalSignal, requireOptions } from '../../core/validate.js';
 import { toTenureError } from './errors.js';
 import { requireName, requireSession, toValue } from './names.js';
-import { observeLeader, readLeader, type EtcdLeaderInfo } from './observe.js';
+import { leaderOf, observeLeader, readLeader, type EtcdLeaderInfo } from './observe.js';
 import { RevisionQueue, type QueueStats, type Slot } from './queue.js';
 import type { EtcdSession } from './session.js';
 
@@ -108,12 +108,17 @@ export class EtcdElection implements Candidate {
     await this.#term?.ctl.release();
   }
 
-  /** The current leader, read from etcd. */
+  /**
+   * The current leader, read from etcd: the head of the queue. A head that never claimed (fence
+   * undefined) is a Go `concurrency.Election` / `etcdctl elect` leader (Go does not re-put its
+   * key on winning), or a tenure head in the round trip before its claim.
+   */
   async leader(options?: WaitOptions): Promise<EtcdLeaderInfo | undefined> {
     const o = requireOptions('options', options);
     const scope = waitScope(`election ${this.name}: leader`, { signal: optionalSignal('signal', o.signal), timeoutMs: o.timeoutMs });
     try {
-      return (await raceSignal(readLeader(this.session.client, this.#queue.prefix), scope.signal)).leader;
+      const { leader, head } = await raceSignal(readLeader(this.session.client, this.#queue.prefix), scope.signal);
+      return leader ?? (head && leaderOf(head, undefined));
     } catch (e) {
       throw toTenureError(e, `election ${this.name}: leader`, undefined);
     } finally {

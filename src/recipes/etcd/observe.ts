@@ -61,18 +61,12 @@ export async function readLeader(client: Etcd3, prefix: Buffer): Promise<{ leade
   if (!kv) return { leader: undefined, head: undefined, revision };
   refuseNested(prefix, kv.key);
   if (kv.version === '1') return { leader: undefined, head: kv, revision };
-  return {
-    revision,
-    head: kv,
-    leader: {
-      id: kv.value.toString('utf8'),
-      value: kv.value,
-      key: kv.key.toString(),
-      createRevision: BigInt(kv.create_revision),
-      modRevision: BigInt(kv.mod_revision),
-      fence: await claimRevision(client, kv),
-    },
-  };
+  return { revision, head: kv, leader: leaderOf(kv, await claimRevision(client, kv)) };
+}
+
+/** The leader a head key describes. */
+export function leaderOf(kv: IKeyValue, fence: bigint | undefined): EtcdLeaderInfo {
+  return { id: kv.value.toString('utf8'), value: kv.value, key: kv.key.toString(), createRevision: BigInt(kv.create_revision), modRevision: BigInt(kv.mod_revision), fence };
 }
 
 /** Waits for the first event on a key (or under a prefix) from `fromRev`. */

@@ -42,15 +42,17 @@ export class LockInternals {
       const conn = session.conn();
       let path: string | undefined;
       try {
-        path = await createProtected(session, conn, this.base, driver.lockName, data, signal, this.acl);
+        const created = await createProtected(session, conn, this.base, driver.lockName, data, signal, this.acl);
+        path = created.path;
         onQueued?.(path);
-        // The node's Stat (fence = czxid, ephemeralOwner) is read once, pipelined with the first
-        // getChildren: ZooKeeper answers a session's requests in order, so it costs no extra round trip.
-        const ownStat = statOf(session, conn, path, signal);
-        ownStat.catch(() => undefined);
+        // The fence is the create's own zxid (czxid). A node found again after a connection loss
+        // has none: its Stat (czxid, ephemeralOwner) is read once, pipelined with the first
+        // getChildren (ZooKeeper answers a session's requests in order: no extra round trip).
+        const ownStat = created.czxid === undefined ? statOf(session, conn, path, signal) : undefined;
+        ownStat?.catch(() => undefined);
         for (;;) {
           const children = await retrying(session, conn, signal, () => zkGetChildren(conn.client, this.base));
-          const verdict = driver.check(sortBySequence(children, driver.queueNames), path);
+          const verdict = driver.checkChildren ? driver.checkChildren(children, path) : driver.check(sortBySequence(children, driver.queueNames), path);
           if (!verdict.holds && tryOnly) {
             await deleteOwnNode(session, conn, path);
             return undefined;
@@ -60,15 +62,20 @@ export class LockInternals {
             await waitForDeletion(session, conn, joinPath(this.base, verdict.watch), signal);
             continue;
           }
-          const stat = await ownStat;
-          if (!stat) throw new NodeGoneError(path);
-          if (stat.ephemeralOwner.toString('hex') !== conn.sessionId || session.conn() !== conn) throw new NodeGoneError(path);
+          let fence = created.czxid;
+          if (ownStat) {
+            const stat = await ownStat;
+            // CURATOR-696: a node found by its GUID must belong to this session.
+            if (!stat || stat.ephemeralOwner.toString('hex') !== conn.sessionId) throw new NodeGoneError(path);
+            fence = longToBigInt(stat.czxid);
+          }
+          if (session.conn() !== conn) throw new NodeGoneError(path);
           if (!session.connected) {
             await session.whenConnected({ signal: AbortSignal.any([signal, conn.signal]) });
             continue;
           }
           session.logger.debug({ node: path }, 'holds');
-          return { path, fence: longToBigInt(stat.czxid), conn, epoch: session.signal };
+          return { path, fence: fence!, conn, epoch: session.signal };
         }
       } catch (e) {
         if (path !== undefined) {

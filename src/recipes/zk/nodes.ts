@@ -58,7 +58,8 @@ export async function retrying<T>(session: ZkSession, conn: ZkConn, signal: Abor
  * Creates `<base>/_c_<guid>-<lockName><seq>` (ephemeral sequential) with a fresh GUID, creating
  * `base` if needed. After a connection loss mid-create it looks for its own GUID among `base`'s
  * children before trying again, so a create that reached the server is found, not leaked.
- * Resolves with the full path.
+ * Resolves with the full path and, when this attempt's create answered, the node's czxid (a node
+ * found again after a connection loss has none: read its Stat).
  */
 export async function createProtected(
   session: ZkSession,
@@ -68,7 +69,7 @@ export async function createProtected(
   data: Buffer,
   signal: AbortSignal | undefined,
   acl: ZkAcl[] | undefined = session.acl,
-): Promise<string> {
+): Promise<{ path: string; czxid?: bigint }> {
   const prefix = protectedPrefix();
   let maybeCreated = false;
   for (;;) {
@@ -79,7 +80,7 @@ export async function createProtected(
       const found = children.find((c) => c.startsWith(prefix));
       if (found) {
         session.logger.debug({ node: found }, 'protected creation found its node after a connection loss');
-        return joinPath(base, found);
+        return { path: joinPath(base, found) };
       }
     }
     try {

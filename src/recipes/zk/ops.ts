@@ -1,5 +1,5 @@
 import type { Client, Stat } from 'node-zookeeper-client';
-import { zookeeper } from './peer.js';
+import { zookeeper, zookeeperProtocol } from './peer.js';
 
 /**
  * Promise versions of the node-zookeeper-client calls the recipes use, plus error tests.
@@ -25,11 +25,36 @@ type Watcher = (event: unknown) => void;
 type Acls = InstanceType<typeof zookeeper.ACL>[];
 
 /** Creates an ephemeral sequential node with `acls` (open to everyone without). */
-export function zkCreateEphemeralSequential(client: Client, path: string, data: Buffer, acls?: Acls): Promise<string> {
+/** The slice of node-zookeeper-client's protocol module (lib/jute, untyped) that a create needs. */
+interface Jute {
+  OP_CODES: { CREATE: number };
+  protocol: { RequestHeader: new () => { type: number }; CreateRequest: new () => { path: string; data: Buffer; acl: unknown[]; flags: number } };
+  Request: new (header: unknown, payload: unknown) => unknown;
+}
+type Queue = (request: unknown, cb: (e: Error | null, response: { header: { zxid: Buffer }; payload: { path: string } | null }) => void) => void;
+const jute = zookeeperProtocol as Jute;
+const openAcl = (zookeeper.ACL as unknown as { OPEN_ACL_UNSAFE: Acls }).OPEN_ACL_UNSAFE;
+
+/**
+ * Creates an ephemeral sequential node; resolves with its path and its czxid. The reply to a
+ * write carries, in its header, the zxid the server stamped it with: the server applies writes
+ * one at a time and answers each with the last applied zxid, its own, which for a create is the
+ * node's czxid. That saves the `exists` a lock would otherwise send for its fence (Curator's
+ * create is also one request). node-zookeeper-client has no create2 and drops the header, so
+ * this queues the same CreateRequest its `create()` builds (with `retries: 0` that is all
+ * `create()` does).
+ */
+export function zkCreateEphemeralSequential(client: Client, path: string, data: Buffer, acls?: Acls): Promise<{ path: string; czxid: bigint }> {
+  const header = new jute.protocol.RequestHeader();
+  header.type = jute.OP_CODES.CREATE;
+  const payload = new jute.protocol.CreateRequest();
+  payload.path = path;
+  payload.acl = (acls ?? openAcl).map((a) => (a as unknown as { toRecord(): unknown }).toRecord());
+  payload.flags = zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL;
+  payload.data = data;
+  const manager = (client as unknown as { connectionManager: { queue: Queue } }).connectionManager;
   return new Promise((resolve, reject) => {
-    const cb = (e: unknown, p: string): void => (e ? reject(e) : resolve(p));
-    if (acls) client.create(path, data, acls, CreateMode.EPHEMERAL_SEQUENTIAL, cb);
-    else client.create(path, data, CreateMode.EPHEMERAL_SEQUENTIAL, cb);
+    manager.queue(new jute.Request(header, payload), (e, response) => (e ? reject(e) : resolve({ path: response.payload!.path, czxid: response.header.zxid.readBigInt64BE(0) })));
   });
 }
 

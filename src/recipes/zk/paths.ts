@@ -45,8 +45,16 @@ export function protectedPrefix(): string {
 
 /** The 10-digit sequence ZooKeeper appended to a sequential node's name (-1 when there is none). */
 export function sequenceOf(name: string): number {
-  const m = /(\d{10})$/.exec(name);
-  return m ? Number(m[1]) : -1;
+  // A digit loop, not a regex: every joiner parses every child's name (N² for N participants).
+  const end = name.length;
+  if (end < 10) return -1;
+  let seq = 0;
+  for (let i = end - 10; i < end; i++) {
+    const d = name.charCodeAt(i) - 48;
+    if (d < 0 || d > 9) return -1;
+    seq = seq * 10 + d;
+  }
+  return seq;
 }
 
 /** The name without the protected prefix, e.g. `lock-0000000007` or `READ-0000000003`. */
@@ -54,11 +62,26 @@ export function stripProtected(name: string): string {
   return name.startsWith(PROTECTED) && name.length > 40 ? name.slice(PROTECTED.length + 37) : name;
 }
 
-/** Sorts sequential node names by their sequence (prefixes ignored), keeping only `lockName` nodes. */
+/**
+ * Sorts sequential node names by their sequence (prefixes ignored), keeping only `lockName` nodes.
+ * Each name's sequence is parsed once, not per comparison: every joiner sorts every child, and
+ * with 1,000 participants a regex per comparison was seconds of CPU.
+ */
 export function sortBySequence(names: readonly string[], lockNames: readonly string[]): string[] {
-  return names
-    .filter((n) => sequenceOf(n) >= 0 && lockNames.some((l) => stripProtected(n).startsWith(l)))
-    .sort((a, b) => sequenceOf(a) - sequenceOf(b));
+  const keyed: { name: string; seq: number }[] = [];
+  for (const name of names) {
+    const seq = queuedSequence(name, lockNames);
+    if (seq >= 0) keyed.push({ name, seq });
+  }
+  return keyed.sort((a, b) => a.seq - b.seq).map((k) => k.name);
+}
+
+/** The node's sequence when it is a `lockNames` node of the queue, else -1. */
+export function queuedSequence(name: string, lockNames: readonly string[]): number {
+  const seq = sequenceOf(name);
+  if (seq < 0) return -1;
+  const from = name.startsWith(PROTECTED) && name.length > 40 ? PROTECTED.length + 37 : 0; // as stripProtected, without a copy
+  return lockNames.some((l) => name.startsWith(l, from)) ? seq : -1;
 }
 
 /** An 8-byte big-endian ZooKeeper long (zxid, session id) as a bigint. */

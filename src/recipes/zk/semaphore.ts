@@ -80,7 +80,7 @@ export class InterProcessSemaphoreV2 implements AsyncDisposable {
       const conn = session.conn();
       let path: string | undefined;
       try {
-        path = await createProtected(session, conn, this.#leasesPath, LEASE_NAME, Buffer.from(conn.sessionId), signal);
+        path = (await createProtected(session, conn, this.#leasesPath, LEASE_NAME, Buffer.from(conn.sessionId), signal)).path;
         for (;;) {
           let fired!: () => void;
           const changed = new Promise<void>((r) => (fired = r));
