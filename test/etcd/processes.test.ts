@@ -41,7 +41,9 @@ describe('etcd recipes across processes (single etcd)', () => {
   it('10 contender processes never overlap and are granted in FIFO order', async () => {
     const name = uniqueName('mx');
     const sentinel = join(dir, `${name.replace(/\//g, '_')}.held`);
-    const ws = await Promise.all(Array.from({ length: 10 }, () => spawn('mutex', name, etcd.endpoints, { rounds: 6, holdMs: 3, sentinel })));
+    // A long TTL: this case is about order and exclusion, and ten processes starting at once on two
+    // cores can starve a 2 s keepalive past its local deadline.
+    const ws = await Promise.all(Array.from({ length: 10 }, () => spawn('mutex', name, etcd.endpoints, { rounds: 6, holdMs: 3, sentinel }, 10)));
     await Promise.all(ws.map((w) => w.waitFor('done', { timeoutMs: 90_000 })));
     const acquired = ws.flatMap((w) => w.events.filter((e) => e.type === 'acquired')) as WorkerEvent<Record<string, string>>[];
     expect(ws.flatMap((w) => w.events.filter((e) => e.type === 'overlap'))).toEqual([]);

@@ -8,7 +8,7 @@ import { prefixEnd, retryingTxn } from './kv.js';
 import { refuseNested } from './names.js';
 import type { LeaseEpoch } from './epoch.js';
 import type { EtcdSession } from './session.js';
-import { waitDeleted, watchOwn, type OwnWatch, type Txn } from './watch.js';
+import { retire, waitDeleted, watchOwn, type OwnWatch, type Txn } from './watch.js';
 
 /**
  * The revision queue behind EtcdMutex and EtcdElection, written once (like etcd's `key.go`).
@@ -285,7 +285,7 @@ export class RevisionQueue {
     own.on('delete', () => ctl.lose('expired', undefined, `${this.what}: own key ${slot.key} was deleted (lease revoked or key removed)`));
     own.on('error', () => undefined); // the session's keepalive and deadline still cover a lost lease
     const onLost = (): void => {
-      void own.cancel().catch(() => undefined);
+      retire(this.session.client, own);
       const reason: unknown = ctl.lease.signal.reason;
       // Lost, not released: the session lease is gone (or the key is); nothing left to delete.
       if (!(reason instanceof LeaseLostError && reason.reason === 'released')) end();
