@@ -33,6 +33,7 @@ export type { Candidate, LeaderInfo } from './core/candidate.js';
 export type { WaitOptions, Logger } from './core/options.js';
 export type { BackoffOptions } from './core/backoff.js';
 export type { FencedResource } from './core/fencing.js';
+export { STALE_FENCE_CHANNEL, type StaleFenceEvent } from './core/fence-events.js';
 export { InMemoryFencedResource, type FenceDecision } from './core/memory-resource.js';
 export {
   LeadershipManager,
