@@ -120,14 +120,15 @@ export function Leader(options?: string | LeaderOptions): LeaderDecorator {
   return decorate as LeaderDecorator;
 }
 
-/** Every election a service's class and methods name (the class's first); ConfigError for a `@Leader()` method with no election. */
+/** Every election a service (an instance or its class) names in its class's and methods' decorators (the class's first); ConfigError for a `@Leader()` method with no election. */
 export function leaderElections(service: object): string[] {
-  const cls = classOptions(service.constructor ?? service);
+  const ctor = typeof service === 'function' ? service : service.constructor;
+  const cls = classOptions(ctor);
   const out = new Set<string>(cls?.election ? [cls.election] : []);
-  for (let p: object | null = typeof service === 'function' ? service.prototype as object : Object.getPrototypeOf(service); p; p = Object.getPrototypeOf(p)) {
+  for (let p: object | null = typeof service === 'function' ? (service.prototype as object) : Object.getPrototypeOf(service); p; p = Object.getPrototypeOf(p)) {
     for (const [key, m] of methods.get(p) ?? []) {
       const e = m.election ?? cls?.election;
-      if (e === undefined) throw new ConfigError('election', `@Leader() method ${String(key)} of ${(service as { name?: string }).name ?? service.constructor?.name}: name its election, on the method or on the class`);
+      if (e === undefined) throw new ConfigError('election', `@Leader() method ${String(key)} of ${(ctor as { name?: string } | undefined)?.name ?? 'a service'}: name its election, on the method or on the class`);
       out.add(e);
     }
   }
@@ -138,8 +139,8 @@ export function leaderElections(service: object): string[] {
  * Binds a service (an instance of a class using `@Leader()`) to its LeadershipManager(s): one
  * manager for every election it names, or a record from election name to manager. A class-level
  * service's `onElected` / `onDemoted` methods become that election's hooks (called at once for a
- * term already running). Returns a function that unbinds it (its methods then reject, its hooks
- * stop being called).
+ * term already running). Returns a function that unbinds it: its methods then reject, no new
+ * term reaches its hooks (a term it saw begin still reaches its `onDemoted`).
  */
 export function bindLeader(service: object, managers: LeadershipManager | Readonly<Record<string, LeadershipManager>>): () => void {
   if (service === null || typeof service !== 'object') throw new ConfigError('service', 'must be an instance of a class that uses @Leader()');
@@ -156,12 +157,24 @@ export function bindLeader(service: object, managers: LeadershipManager | Readon
   const hooks = service as Hooks;
   const cls = classOptions(service.constructor);
   const home = cls ? pick(cls.election) : isManager(managers) ? managers : undefined;
-  if (home && typeof hooks.onElected === 'function') {
-    home.onElected((ctx) => (bound ? hooks.onElected!(ctx) : undefined));
+  // A service that saw a term's onElected sees its onDemoted, even when unbound in between (a
+  // container deactivates the service before it closes the manager).
+  let inTerm = false;
+  const elected = (ctx: TermContext): unknown => {
+    if (!bound) return undefined;
+    inTerm = true;
+    return typeof hooks.onElected === 'function' ? hooks.onElected(ctx) : undefined;
+  };
+  if (home && (typeof hooks.onElected === 'function' || typeof hooks.onDemoted === 'function')) {
+    home.onElected(elected);
+    home.onDemoted((info) => {
+      if (!inTerm) return undefined;
+      inTerm = false;
+      return typeof hooks.onDemoted === 'function' ? hooks.onDemoted(info) : undefined;
+    });
     const now = home.currentTerm;
-    if (now) void now.track(async () => hooks.onElected!(now)).catch((e: unknown) => void (now.signal.aborted || home.emit('error', e)));
+    if (now) void now.track(async () => elected(now)).catch((e: unknown) => void (now.signal.aborted || home.emit('error', e)));
   }
-  if (home && typeof hooks.onDemoted === 'function') home.onDemoted((info) => (bound ? hooks.onDemoted!(info) : undefined));
   return () => {
     bound = false;
     bindings.delete(service);

@@ -79,6 +79,7 @@ import { RedisLock, RedisElection, RedisFencedResource } from 'tenure/redis';
 import { PgElection, withXactLock, PostgresFencedResource } from 'tenure/postgres';
 import { EtcdServer, RedisServer, FaultProxy, spawnWorker } from 'tenure/testing';
 import { TenureMetrics } from 'tenure/metrics';
+import { leadershipModule } from 'tenure/inversify';
 
 export async function useIt(c: Candidate, wait: WaitOptions): Promise<bigint> {
   await using term: Lease = await c.campaign(wait);
@@ -87,7 +88,7 @@ export async function useIt(c: Candidate, wait: WaitOptions): Promise<bigint> {
   await r.write(term.fence, () => who?.id);
   return term.fence;
 }
-export const kinds = [EtcdElection, EtcdSession, LeaderLatch, ZkSession, InterProcessMutex, RedisLock, RedisElection, RedisFencedResource, PgElection, withXactLock, PostgresFencedResource, EtcdServer, RedisServer, FaultProxy, spawnWorker, TenureError, TenureMetrics];
+export const kinds = [EtcdElection, EtcdSession, LeaderLatch, ZkSession, InterProcessMutex, RedisLock, RedisElection, RedisFencedResource, PgElection, withXactLock, PostgresFencedResource, EtcdServer, RedisServer, FaultProxy, spawnWorker, TenureError, TenureMetrics, leadershipModule];
 export type T = Term;
 `;
     writeFileSync(join(dir, 'consumer.ts'), consumer);
@@ -96,7 +97,7 @@ export type T = Term;
       JSON.stringify({ compilerOptions: { strict: true, module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', lib: ['es2023', 'esnext.disposable'], noEmit: true, types: ['node'], skipLibCheck: false }, files: ['consumer.ts'] }),
     );
     execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', dir], { cwd: dir, encoding: 'utf8' });
-    const script = `for (const p of ['tenure', 'tenure/zk', 'tenure/etcd', 'tenure/redis', 'tenure/postgres', 'tenure/testing', 'tenure/metrics']) { const m = await import(p); if (Object.keys(m).length === 0) throw new Error(p); } console.log('ok');`;
+    const script = `for (const p of ['tenure', 'tenure/zk', 'tenure/etcd', 'tenure/redis', 'tenure/postgres', 'tenure/testing', 'tenure/metrics', 'tenure/inversify']) { const m = await import(p); if (Object.keys(m).length === 0) throw new Error(p); } console.log('ok');`;
     expect(execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: dir, encoding: 'utf8' }).trim()).toBe('ok');
   }, 180_000);
 
@@ -104,7 +105,7 @@ export type T = Term;
     const dir = project('bare', runtime);
     const script = `
 const out = [];
-for (const [entry] of [['tenure/etcd'], ['tenure/zk'], ['tenure/redis'], ['tenure/postgres'], ['tenure/metrics']]) {
+for (const [entry] of [['tenure/etcd'], ['tenure/zk'], ['tenure/redis'], ['tenure/postgres'], ['tenure/metrics'], ['tenure/inversify']]) {
   try { await import(entry); out.push(entry + ' loaded'); } catch (e) { out.push(entry + ' ' + e.code + ' ' + e.packageName + ' ' + e.message); }
 }
 await import('tenure');
@@ -116,6 +117,7 @@ console.log(JSON.stringify(out));`;
       expect.stringMatching(/^tenure\/redis PEER_MISSING ioredis .*npm install ioredis/),
       expect.stringMatching(/^tenure\/postgres PEER_MISSING pg .*npm install pg/),
       expect.stringMatching(/^tenure\/metrics PEER_MISSING prom-client .*npm install prom-client/),
+      expect.stringMatching(/^tenure\/inversify PEER_MISSING inversify .*npm install inversify/),
     ]);
   });
 });

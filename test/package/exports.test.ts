@@ -16,6 +16,7 @@ const entries: Record<string, string> = {
   'tenure/postgres': 'src/recipes/postgres/index.ts',
   'tenure/testing': 'src/testing/index.ts',
   'tenure/metrics': 'src/integrations/metrics/index.ts',
+  'tenure/inversify': 'src/integrations/inversify/index.ts',
 };
 
 function kindOf(checker: ts.TypeChecker, sym: ts.Symbol): string {
