@@ -66,13 +66,6 @@ describe('tenure/inversify', () => {
     expect(svc.log).toEqual([`elected ${term.fence}`, 'demoted closed']);
   });
 
-  it('bad module options are ConfigErrors naming the field', () => {
-    class Plain {}
-    expect(() => leadershipModule({ candidate: 'etcd' as never })).toThrow(expect.objectContaining({ field: 'candidate' }));
-    expect(() => leadershipModule({ candidate: () => undefined as never, services: [Plain] })).toThrow(expect.objectContaining({ field: 'services' }));
-    expect(() => leadershipModule({ candidate: () => undefined as never, elections: [''] })).toThrow(expect.objectContaining({ field: 'elections' }));
-  });
-
   it('examples/inversify-service: only the leader compiles reports; a SIGKILLed leader is succeeded with a higher fence; SIGTERM unbinds the container cleanly', async () => {
     const service = `inv-example-${process.pid}`;
     const a = runExample(example, [etcd.endpoints[0]!, service]);

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bindLeader, ConfigError, currentTerm, Leader, LeadershipManager, NoTermError, NotLeaderError, StateError, TermEndedError, type DemotionInfo, type TermContext } from '../../src/index.js';
+import { bindLeader, currentTerm, Leader, LeadershipManager, NoTermError, NotLeaderError, StateError, TermEndedError, type DemotionInfo, type TermContext } from '../../src/index.js';
 import { RedisElection } from '../../src/recipes/redis/index.js';
 import { RedisServer } from '../../src/testing/index.js';
 
@@ -130,31 +130,6 @@ describe('@Leader()', () => {
     expect(await m.track(async () => currentTerm().fence)).toBe(term.fence);
     await m.close();
     expect((term.signal.reason as TermEndedError).reason).toBe('closed');
-  });
-
-  it('bad decorations are ConfigErrors naming the field, at decoration time', () => {
-    const bad = (f: () => unknown, field: string) => {
-      let e: unknown;
-      try {
-        f();
-      } catch (x) {
-        e = x;
-      }
-      expect(e).toBeInstanceOf(ConfigError);
-      expect((e as ConfigError).field).toBe(field);
-    };
-    bad(() => Leader()(class NoName {}), 'election');
-    bad(() => Leader('')(class Empty {}), 'election');
-    bad(() => Leader({ election: 'x', whenNotLeader: 'maybe' as never }), 'whenNotLeader');
-    bad(() => Leader(7 as never), 'options');
-    bad(() => (Leader('x') as (t: object, k: string) => void)({}, 'field'), 'target'); // a property
-    bad(() => Leader('x')({}, 'acc', { get: () => 1 }), 'target'); // an accessor
-    bad(() => (Leader('x') as unknown as (v: unknown, c: object) => void)(undefined, { kind: 'field', name: 'f' }), 'target'); // TC39 field
-    class Unnamed {
-      @Leader()
-      async run(): Promise<void> {}
-    }
-    bad(() => bindLeader(new Unnamed(), { x: manager() }), 'election'); // a method with no election, in a class without one
   });
 
   it('works with TC39 decorators too (value, context)', async () => {
