@@ -1,12 +1,11 @@
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { Redis } from 'ioredis';
 import { Registry } from 'prom-client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { InMemoryFencedResource, LeadershipManager, StaleFenceError } from '../../src/index.js';
+import { describe, expect, it } from 'vitest';
+import { InMemoryFencedResource, StaleFenceError } from '../../src/index.js';
 import { TenureMetrics } from '../../src/integrations/metrics/index.js';
-import { RedisElection, RedisFencedResource } from '../../src/recipes/redis/index.js';
-import { RedisServer } from '../../src/testing/index.js';
+import { RedisFencedResource } from '../../src/recipes/redis/index.js';
+import { redisManagers } from '../helpers/managers.js';
 import { pollValue } from '../helpers/wait.js';
 
 /**
@@ -16,23 +15,8 @@ import { pollValue } from '../helpers/wait.js';
  * terms, the demotion and its reason, the fences and the refusals.
  */
 const root = fileURLToPath(new URL('../../', import.meta.url));
-let server: RedisServer;
-let admin: Redis;
-const clients: Redis[] = [];
-beforeAll(async () => {
-  server = await new RedisServer().start();
-  admin = new Redis({ port: server.port });
-});
-afterAll(async () => {
-  for (const c of [admin, ...clients]) c?.disconnect();
-  await server?.stop();
-});
-
-const manager = (name: string, id: string): LeadershipManager => {
-  const redis = new Redis({ port: server.port });
-  clients.push(redis);
-  return new LeadershipManager(new RedisElection(redis, name, { id, ttlMs: 1000, restartGuardMs: 0, retryMaxMs: 100 }), { observeLeader: false, backoff: { initialMs: 20, maxMs: 100 } });
-};
+const kit = redisManagers();
+const manager = kit.manager;
 const value = async (r: Registry, metric: string, labels: Record<string, string>): Promise<number | undefined> => {
   const m = (await r.getMetricsAsJSON()).find((x) => x.name === metric.replace(/_(count|sum)$/, ''));
   return (m?.values as { value: number; labels: Record<string, unknown>; metricName?: string }[] | undefined)?.find((v) => (v.metricName ?? metric) === metric && Object.entries(labels).every(([k, x]) => String(v.labels[k]) === x))?.value;
@@ -41,6 +25,7 @@ const value = async (r: Registry, metric: string, labels: Record<string, string>
 describe('tenure/metrics', () => {
   it('scraped after a failover: the terms, the demotion and its reason, leader flags, fences, campaign and drain times, stale-fence refusals', async () => {
     const name = `metrics-${process.pid}`;
+    const admin = kit.client();
     const [ra, rb] = [new Registry(), new Registry()];
     const [ma, mb] = [new TenureMetrics({ registry: ra }), new TenureMetrics({ registry: rb })];
     const [a, b] = [manager(name, 'a'), manager(name, 'b')];

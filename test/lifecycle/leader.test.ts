@@ -1,29 +1,15 @@
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { bindLeader, currentTerm, Leader, LeadershipManager, NoTermError, NotLeaderError, StateError, TermEndedError, type DemotionInfo, type TermContext } from '../../src/index.js';
-import { RedisElection } from '../../src/recipes/redis/index.js';
-import { RedisServer } from '../../src/testing/index.js';
+import { redisManagers } from '../helpers/managers.js';
 
 /**
  * `@Leader()` in one process on a real Redis (issue 11): a decorated method runs only while its
  * manager leads, inside the term (`currentTerm()`), as work the drain waits for; a class-level
  * service gets the election's hooks. The multi-process guarantees are in leader-processes.test.ts.
  */
-let server: RedisServer;
-const clients: Redis[] = [];
-beforeAll(async () => {
-  server = await new RedisServer().start();
-});
-afterAll(async () => {
-  for (const c of clients) c.disconnect();
-  await server?.stop();
-});
+const kit = redisManagers();
 let seq = 0;
-function manager(name = `leader-${process.pid}-${++seq}`, id = 'm'): LeadershipManager {
-  const redis = new Redis({ port: server.port });
-  clients.push(redis);
-  return new LeadershipManager(new RedisElection(redis, name, { id, ttlMs: 1000, restartGuardMs: 0, retryMaxMs: 100 }), { observeLeader: false, backoff: { initialMs: 20, maxMs: 100 } });
-}
+const manager = (): LeadershipManager => kit.manager(`leader-${process.pid}-${++seq}`);
 
 /** Reads the fence deep in the call tree, without it being passed down. */
 const repository = { save: (): bigint => currentTerm().fence };

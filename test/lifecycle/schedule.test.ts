@@ -1,8 +1,6 @@
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { currentTerm, LeadershipManager, TermEndedError, type ScheduledRun } from '../../src/index.js';
-import { RedisElection } from '../../src/recipes/redis/index.js';
-import { RedisServer } from '../../src/testing/index.js';
+import { redisManagers } from '../helpers/managers.js';
 import { pollValue } from '../helpers/wait.js';
 
 /**
@@ -10,24 +8,11 @@ import { pollValue } from '../helpers/wait.js';
  * manager leads, never overlap, abort the running run on demotion and start no further run, and
  * a new term resumes the schedule without a burst of missed runs.
  */
-let server: RedisServer;
-const clients: Redis[] = [];
-beforeAll(async () => {
-  server = await new RedisServer().start();
-});
-afterAll(async () => {
-  for (const c of clients) c.disconnect();
-  await server?.stop();
-});
-
+const kit = redisManagers();
 let seq = 0;
 function managers(n: number): LeadershipManager[] {
   const name = `sched-${process.pid}-${++seq}`;
-  return Array.from({ length: n }, (_, i) => {
-    const redis = new Redis({ port: server.port });
-    clients.push(redis);
-    return new LeadershipManager(new RedisElection(redis, name, { id: `m${i}`, ttlMs: 1000, restartGuardMs: 0, retryMaxMs: 100 }), { observeLeader: false, backoff: { initialMs: 20, maxMs: 100 } });
-  });
+  return Array.from({ length: n }, (_, i) => kit.manager(name, `m${i}`));
 }
 
 type Rec = { who: string; start: number; end: number; fence: bigint; scheduledAt: Date; aborted: boolean };
