@@ -17,6 +17,7 @@ export interface StaleFenceEvent {
   readonly fence: bigint;
   /** The highest fence the resource had accepted. */
   readonly highest: bigint;
+  /** The StaleFenceError the write rejected with. */
   readonly error: StaleFenceError;
 }
 

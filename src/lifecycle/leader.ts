@@ -14,16 +14,17 @@ export interface LeaderOptions {
 }
 
 type Method = (this: unknown, ...args: never[]) => unknown;
+type AsyncMethod = (...args: never[]) => Promise<unknown>;
 type Ctor = abstract new (...args: never[]) => unknown;
 
 /** What `@Leader()` is: a class or method decorator, both for TypeScript's `experimentalDecorators` and for TC39 decorators. */
 export interface LeaderDecorator {
   /** experimentalDecorators, on a class. */
   (target: Ctor): void;
-  /** experimentalDecorators, on a method. */
-  (target: object, key: string | symbol, descriptor: PropertyDescriptor): void;
-  /** TC39, on a method. */
-  <M extends Method>(value: M, context: ClassMethodDecoratorContext): M;
+  /** experimentalDecorators, on a method (an async one: the decorated method returns a Promise). */
+  <M extends AsyncMethod>(target: object, key: string | symbol, descriptor: TypedPropertyDescriptor<M>): void;
+  /** TC39, on a method (an async one). */
+  <M extends AsyncMethod>(value: M, context: ClassMethodDecoratorContext): M;
   /** TC39, on a class. */
   <C extends Ctor>(value: C, context: ClassDecoratorContext): C | void;
 }
@@ -98,8 +99,9 @@ export function Leader(options?: string | LeaderOptions): LeaderDecorator {
       if (ctx.kind === 'class') return void decorateClass(target as Ctor);
       if (ctx.kind !== 'method' || typeof target !== 'function') throw new ConfigError('target', `@Leader() decorates a class or a method, not a ${ctx.kind} ('${String(ctx.name)}')`);
       const mctx = ctx as ClassMethodDecoratorContext;
+      if (mctx.static) throw new ConfigError('target', `@Leader() decorates instance methods, not the static '${String(mctx.name)}'`);
       mctx.addInitializer(function (this: unknown) {
-        recordMethod(mctx.static ? (this as object) : Object.getPrototypeOf(this as object), mctx.name, o);
+        recordMethod(Object.getPrototypeOf(this as object), mctx.name, o);
       });
       return wrap(target as Method, mctx.name, o);
     }
@@ -109,6 +111,7 @@ export function Leader(options?: string | LeaderOptions): LeaderDecorator {
     if ((typeof key !== 'string' && typeof key !== 'symbol') || !d || typeof d !== 'object' || typeof d.value !== 'function') {
       throw new ConfigError('target', `@Leader() decorates a class or a method, not ${typeof descriptor === 'number' ? 'a parameter' : d && (d.get || d.set) ? 'an accessor' : 'a property'}${typeof key === 'string' || typeof key === 'symbol' ? ` ('${String(key)}')` : ''}`);
     }
+    if (typeof target === 'function') throw new ConfigError('target', `@Leader() decorates instance methods, not the static '${String(key)}'`);
     recordMethod(target as object, key, o);
     d.value = wrap(d.value as Method, key, o);
     return d;

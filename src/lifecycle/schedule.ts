@@ -120,6 +120,7 @@ export class LeaderSchedule implements Disposable {
     this.#host.off('elected', this.#onElected);
   }
 
+  /** Same as `stop()`, for `using timer = manager.every(…)`. */
   [Symbol.dispose](): void {
     this.stop();
   }

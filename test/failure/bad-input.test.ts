@@ -191,9 +191,10 @@ const rows = (): Row[] => [
   { covers: ['LeaderOptions.election'], field: 'election', values: [undefined, 7, '', 'x'.repeat(300), null], call: (v) => Leader(opt({ election: v }))(class Service {}) },
   { covers: ['LeaderOptions.whenNotLeader'], field: 'whenNotLeader', values: ['maybe', 1, null], call: (v) => Leader(opt({ election: 'x', whenNotLeader: v })) },
   { covers: ['arg:lifecycle.leaderOptions'], field: 'options', values: [7, [], null, true], call: (v) => Leader(v as never) },
-  { covers: ['arg:lifecycle.decoratorTarget'], field: 'target', values: [undefined, { get() {} }, 0, { value: 5 }, 'kind:field', 'kind:getter'], call: (v) => {
+  { covers: ['arg:lifecycle.decoratorTarget'], field: 'target', values: [undefined, { get() {} }, 0, { value: 5 }, 'kind:field', 'kind:getter', 'static', 'kind:method:static'], call: (v) => {
     const d = Leader('x') as unknown as (...a: unknown[]) => unknown;
-    return typeof v === 'string' ? d(() => 1, { kind: v.slice(5), name: 'n', addInitializer() {} }) : d({}, 'p', v);
+    if (v === 'static') return d(class Service {}, 'run', { value: async () => 1 });
+    return typeof v === 'string' ? d(async () => 1, { kind: v.split(':')[1], static: v.endsWith(':static'), name: 'n', addInitializer() {} }) : d({}, 'p', v);
   } },
   { covers: ['arg:lifecycle.service'], field: 'service', values: [null, 7, 'svc'], call: (v) => bindLeader(v as object, new LeadershipManager(new RedisElection(redis, 'x'))) },
   { covers: ['arg:lifecycle.bindManagers'], field: 'managers', values: [null, {}, { x: 1 }, 'm'], call: (v) => {

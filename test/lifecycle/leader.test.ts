@@ -40,6 +40,15 @@ class ReportService {
   }
 }
 
+/** Only async methods can be leader-only: the decorated method returns a Promise. */
+export class TypeCheck {
+  // @ts-expect-error a synchronous method
+  @Leader('x')
+  sync(): number {
+    return 1;
+  }
+}
+
 class Jobs {
   @Leader({ election: 'cleanup', whenNotLeader: 'throw' })
   async sweep(): Promise<bigint> {
