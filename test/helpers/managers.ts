@@ -9,7 +9,7 @@ import { RedisServer } from '../../src/testing/index.js';
  * (timers, @Leader(), metrics): starts the server for the calling file and cleans up after it.
  * Managers get a 1 s TTL, quick backoff and no leader observation.
  */
-export function redisManagers(): { manager: (name: string, id?: string) => LeadershipManager; client: () => Redis } {
+export function redisManagers(): { manager: (name: string, id?: string) => LeadershipManager; client: () => Redis; port: () => number } {
   let server: RedisServer;
   const clients: Redis[] = [];
   beforeAll(async () => {
@@ -26,5 +26,5 @@ export function redisManagers(): { manager: (name: string, id?: string) => Leade
   };
   const manager = (name: string, id = 'm'): LeadershipManager =>
     new LeadershipManager(new RedisElection(client(), name, { id, ttlMs: 1000, restartGuardMs: 0, retryMaxMs: 100 }), { observeLeader: false, backoff: { initialMs: 20, maxMs: 100 } });
-  return { manager, client };
+  return { manager, client, port: () => server.port };
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { bindLeader, currentTerm, Leader, LeadershipManager, NoTermError, NotLeaderError, StateError, TermEndedError, type DemotionInfo, type TermContext } from '../../src/index.js';
+import { spawnWorker } from '../../src/testing/index.js';
 import { redisManagers } from '../helpers/managers.js';
 
 /**
@@ -127,22 +128,14 @@ describe('@Leader()', () => {
     expect((term.signal.reason as TermEndedError).reason).toBe('closed');
   });
 
-  it('works with TC39 decorators too (value, context)', async () => {
-    const inits: (() => void)[] = [];
-    const run = async function (this: unknown): Promise<bigint> {
-      return currentTerm().fence;
-    };
-    const wrapped = (Leader('tc39') as unknown as (v: unknown, c: object) => typeof run)(run, { kind: 'method', name: 'run', static: false, addInitializer: (f: () => void) => inits.push(f) });
-    class Svc {
-      run = wrapped;
+  it('works compiled as TC39 decorators too (experimentalDecorators off)', async () => {
+    const dir = new URL('./fixtures/tc39/', import.meta.url).pathname;
+    const w = await spawnWorker(`${dir}service.ts`, [], { env: { TSX_TSCONFIG_PATH: `${dir}tsconfig.json`, PLAN: JSON.stringify({ port: kit.port(), name: `tc39-${process.pid}` }) } });
+    try {
+      const r = await w.waitFor('result', { timeoutMs: 20_000 });
+      expect(r.data).toEqual({ mode: 'tc39', skipped: true, threw: 'NOT_LEADER', fence: r.data.term, term: r.data.term, elected: r.data.term });
+    } finally {
+      await w.kill();
     }
-    const svc = new Svc();
-    for (const f of inits) f.call(svc);
-    const m = manager();
-    bindLeader(svc, m);
-    m.start();
-    const term = await m.whenElected({ timeoutMs: 10_000 });
-    expect(await svc.run()).toBe(term.fence);
-    await m.close();
   });
 });
