@@ -119,4 +119,3 @@ export class TenureMetrics {
   }
 }
 
-export { STALE_FENCE_CHANNEL, type StaleFenceEvent };
