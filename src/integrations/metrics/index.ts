@@ -118,4 +118,3 @@ export class TenureMetrics {
     unsubscribe(STALE_FENCE_CHANNEL, this.#onStale);
   }
 }
-
