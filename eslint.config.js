@@ -5,7 +5,8 @@ const backends = ['zk', 'etcd', 'redis', 'postgres'];
 
 /**
  * The layers, enforced (data flows down): core imports no backend, no lifecycle, no kit; a
- * backend imports only core (never another backend); lifecycle imports only core.
+ * backend imports only core (never another backend); lifecycle imports only core; an
+ * integration imports only lifecycle and core (never a backend or another integration).
  */
 const layer = (files, patterns) => ({
   files,
@@ -55,4 +56,6 @@ export default tseslint.config(
     layer([`src/recipes/${b}/**/*.ts`], [[...backends.filter((o) => o !== b).map((o) => `../${o}/**`), '../../lifecycle/**', '../../testing/**', '../../cli/**', '../../integrations/**']]),
   ),
   layer(['src/lifecycle/**/*.ts'], [['../recipes/**', '../testing/**', '../cli/**', '../integrations/**']]),
+  // Integrations (tenure/inversify, tenure/metrics) sit on lifecycle and core; they know no backend.
+  layer(['src/integrations/**/*.ts'], [['../../recipes/**', '../../testing/**', '../../cli/**', '../inversify/**', '../metrics/**']]),
 );

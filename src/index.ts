@@ -21,6 +21,7 @@ export {
   MissingPeerError,
   ServerStartError,
   TermEndedError,
+  NoTermError,
   type TermEndReason,
   type TenureErrorCode,
   type TenureErrorOptions,
@@ -32,10 +33,20 @@ export type { Candidate, LeaderInfo } from './core/candidate.js';
 export type { WaitOptions, Logger } from './core/options.js';
 export type { BackoffOptions } from './core/backoff.js';
 export type { FencedResource } from './core/fencing.js';
+export { STALE_FENCE_CHANNEL, type StaleFenceEvent } from './core/fence-events.js';
 export { InMemoryFencedResource, type FenceDecision } from './core/memory-resource.js';
 export {
   LeadershipManager,
   shutdownOnSignals,
+  currentTerm,
+  Leader,
+  bindLeader,
+  type LeaderOptions,
+  type LeaderDecorator,
+  LeaderSchedule,
+  type ScheduledRun,
+  type ScheduledFn,
+  type CronScheduleOptions,
   type LeadershipManagerOptions,
   type ElectedHook,
   type DemotedHook,

@@ -21,6 +21,7 @@ export type TenureErrorCode =
   | 'REQUEST_TOO_LARGE'
   | 'PEER_MISSING'
   | 'TERM_ENDED'
+  | 'NO_TERM'
   | 'SERVER_START_FAILED';
 
 export interface TenureErrorOptions {
@@ -233,6 +234,16 @@ export class TermEndedError extends TenureError {
     this.reason = reason;
     this.lostReason = options.lostReason;
     this.fence = fence;
+  }
+}
+
+/**
+ * `currentTerm()` was called outside a term: not below a `@Leader()` method, an `onElected` hook,
+ * a leader-only timer's run or work tracked with a term.
+ */
+export class NoTermError extends TenureError {
+  constructor(message = 'currentTerm(): not inside a leadership term (call it below a @Leader() method, an onElected hook, a timer run or tracked work)') {
+    super(message, 'NO_TERM');
   }
 }
 

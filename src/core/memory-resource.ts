@@ -1,4 +1,5 @@
 import { StaleFenceError } from './errors.js';
+import { refused } from './fence-events.js';
 import { requireString } from './validate.js';
 import { requireFence, type FencedResource } from './fencing.js';
 
@@ -36,7 +37,7 @@ export class InMemoryFencedResource implements FencedResource<void> {
     const run = async (): Promise<T> => {
       if (fence < this.#highest) {
         this.#history.push({ fence, accepted: false, highest: this.#highest });
-        throw new StaleFenceError(fence, this.#highest, this.name);
+        throw refused(new StaleFenceError(fence, this.#highest, this.name));
       }
       const result = await fn();
       if (fence > this.#highest) this.#highest = fence;

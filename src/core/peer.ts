@@ -27,3 +27,13 @@ export function requirePeer(entry: string, packageName: string): void {
     throw new MissingPeerError(entry, packageName, { cause: e });
   }
 }
+
+/** Like {@link loadPeer}, for an optional peer that is an ES module (import it with top-level await). */
+export async function importPeer<T>(entry: string, packageName: string): Promise<T> {
+  try {
+    return (await import(packageName)) as T;
+  } catch (e) {
+    if ((e as { code?: string }).code === 'ERR_MODULE_NOT_FOUND' && String((e as Error).message).includes(`'${packageName}'`)) throw new MissingPeerError(entry, packageName, { cause: e });
+    throw e;
+  }
+}

@@ -6,6 +6,7 @@ import type { Lease } from '../core/lease.js';
 import { ClosedError, ConfigError, NotLeaderError, StateError } from '../core/errors.js';
 import { optionalLogger, type Logger } from '../core/options.js';
 import { optionalBoolean, optionalNumber, optionalSignal, requireFunction, requireOptions } from '../core/validate.js';
+import { cronPlan, intervalPlan, LeaderSchedule, type CronScheduleOptions, type ScheduledFn } from './schedule.js';
 import { TermRun } from './term.js';
 import type { DemotionInfo, LeadershipEvents, LeadershipState, TermContext } from './types.js';
 
@@ -145,6 +146,19 @@ export class LeadershipManager extends EventEmitter<LeadershipEvents> implements
     const t = this.#term;
     if (!t || t.ended) return Promise.reject(new NotLeaderError(`${this.candidate.name}: not the leader`));
     return t.track(async () => work(t.ctx));
+  }
+
+  /**
+   * Runs `fn({ signal, fence, scheduledAt })` every `intervalMs` while leading (the first run one
+   * interval after the timer was made, then on that beat; a term resumes on it). See LeaderSchedule.
+   */
+  every(intervalMs: number, fn: ScheduledFn): LeaderSchedule {
+    return new LeaderSchedule(this, intervalPlan(intervalMs), fn, (e) => this.#error(e));
+  }
+
+  /** Runs `fn({ signal, fence, scheduledAt })` at each tick of a cron `expression` (croner syntax, seconds optional) while leading. See LeaderSchedule. */
+  cron(expression: string, fn: ScheduledFn, options?: CronScheduleOptions): LeaderSchedule {
+    return new LeaderSchedule(this, cronPlan(expression, options), fn, (e) => this.#error(e));
   }
 
   /**

@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { LeaseLostError, NotLeaderError, TermEndedError, type TermEndReason } from '../core/errors.js';
 import type { Lease } from '../core/lease.js';
+import { runInTerm } from './context.js';
 import type { TermContext } from './types.js';
 
 /**
@@ -45,12 +46,12 @@ export class TermRun {
     this.#ctl.abort(new TermEndedError(reason, this.#lease.fence, { cause, ...(lostReason ? { lostReason } : {}) }));
   }
 
-  /** Registers work; the drain waits for it. Refused once the term has ended. */
+  /** Registers work (a function runs inside the term: `currentTerm()` is this term); the drain waits for it. Refused once the term has ended. */
   track<T>(work: Promise<T> | (() => Promise<T>)): Promise<T> {
     if (this.ended) return Promise.reject(new NotLeaderError('the term has ended; no new work is taken', { cause: this.reason }));
     let p: Promise<T>;
     try {
-      p = typeof work === 'function' ? Promise.resolve(work()) : Promise.resolve(work);
+      p = typeof work === 'function' ? Promise.resolve(runInTerm(this.ctx, work)) : Promise.resolve(work);
     } catch (e) {
       p = Promise.reject(e);
     }

@@ -3,7 +3,9 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigError, InMemoryFencedResource, LeadershipManager, shutdownOnSignals } from '../../src/index.js';
+import { bindLeader, ConfigError, InMemoryFencedResource, Leader, LeadershipManager, shutdownOnSignals } from '../../src/index.js';
+import { leadershipManagerId, leadershipModule } from '../../src/integrations/inversify/index.js';
+import { TenureMetrics } from '../../src/integrations/metrics/index.js';
 import { EtcdServer, ZooKeeperServer } from '../../src/testing/index.js';
 import { EtcdElection, EtcdMutex, EtcdSession, createEtcdClient } from '../../src/recipes/etcd/index.js';
 import { InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreV2, LeaderLatch, ZkSession } from '../../src/recipes/zk/index.js';
@@ -181,6 +183,43 @@ const rows = (): Row[] => [
   { covers: ['ShutdownOptions.signals'], field: 'signals', values: ['SIGTERM', [], ['SIGNOPE'], [1]], call: (v) => shutdownOnSignals(new LeadershipManager(new RedisElection(redis, 'x')), opt({ signals: v })) },
   { covers: ['ShutdownOptions.exit'], field: 'exit', values: [1, 'exit'], call: (v) => shutdownOnSignals(new LeadershipManager(new RedisElection(redis, 'x')), opt({ exit: v })) },
   { covers: ['arg:lifecycle.managers'], field: 'managers', values: [[], null, {}], call: (v) => shutdownOnSignals(v as never) },
+  // Leader-only timers, @Leader(), bindLeader.
+  { covers: ['arg:lifecycle.intervalMs'], field: 'intervalMs', values: [...INT_MS, 0], call: (v) => new LeadershipManager(new RedisElection(redis, 'x')).every(v as number, () => 1) },
+  { covers: ['arg:lifecycle.expression'], field: 'expression', values: ['bad', '* * *', '61 * * * *', '0 0 30 2 *', '', 7, null, 'x'.repeat(2000)], call: (v) => new LeadershipManager(new RedisElection(redis, 'x')).cron(v as string, () => 1) },
+  { covers: ['arg:lifecycle.scheduleFn'], field: 'fn', values: [1, 'x', null], call: (v) => new LeadershipManager(new RedisElection(redis, 'x')).every(1000, v as never) },
+  { covers: ['CronScheduleOptions.timezone'], field: 'timezone', values: ['Mars/Base', '', 7, 'x'.repeat(200)], call: (v) => new LeadershipManager(new RedisElection(redis, 'x')).cron('* * * * *', () => 1, opt({ timezone: v })) },
+  { covers: ['LeaderOptions.election'], field: 'election', values: [undefined, 7, '', 'x'.repeat(300), null], call: (v) => Leader(opt({ election: v }))(class Service {}) },
+  { covers: ['LeaderOptions.whenNotLeader'], field: 'whenNotLeader', values: ['maybe', 1, null], call: (v) => Leader(opt({ election: 'x', whenNotLeader: v })) },
+  { covers: ['arg:lifecycle.leaderOptions'], field: 'options', values: [7, [], null, true], call: (v) => Leader(v as never) },
+  { covers: ['arg:lifecycle.decoratorTarget'], field: 'target', values: [undefined, { get() {} }, 0, { value: 5 }, 'kind:field', 'kind:getter', 'static', 'kind:method:static'], call: (v) => {
+    const d = Leader('x') as unknown as (...a: unknown[]) => unknown;
+    if (v === 'static') return d(class Service {}, 'run', { value: async () => 1 });
+    return typeof v === 'string' ? d(async () => 1, { kind: v.split(':')[1], static: v.endsWith(':static'), name: 'n', addInitializer() {} }) : d({}, 'p', v);
+  } },
+  { covers: ['arg:lifecycle.service'], field: 'service', values: [null, 7, 'svc'], call: (v) => bindLeader(v as object, new LeadershipManager(new RedisElection(redis, 'x'))) },
+  { covers: ['arg:lifecycle.bindManagers'], field: 'managers', values: [null, {}, { x: 1 }, 'm'], call: (v) => {
+    @Leader('x')
+    class Service {}
+    return bindLeader(new Service(), v as never);
+  } },
+  { covers: ['arg:lifecycle.methodElection'], field: 'election', values: ['bindLeader', 'leadershipModule'], call: (v) => {
+    class Unnamed {
+      @Leader()
+      async run(): Promise<void> {}
+    }
+    return v === 'bindLeader' ? bindLeader(new Unnamed(), { x: new LeadershipManager(new RedisElection(redis, 'x')) }) : leadershipModule({ candidate: () => undefined as never, services: [Unnamed] });
+  } },
+  // tenure/metrics.
+  { covers: ['TenureMetricsOptions.registry'], field: 'registry', values: [{}, 'registry', 1], call: (v) => new TenureMetrics(opt({ registry: v })) },
+  { covers: ['TenureMetricsOptions.buckets'], field: 'buckets', values: [[], [1, 0.5], [-1], 'x', [Number.NaN], [1, 1]], call: (v) => new TenureMetrics(opt({ buckets: v })) },
+  { covers: ['InstrumentOptions.election'], field: 'election', values: [7, '', 'x'.repeat(300)], call: (v) => new TenureMetrics().instrument(new LeadershipManager(new RedisElection(redis, 'x')), opt({ election: v })) },
+  { covers: ['arg:metrics.manager'], field: 'manager', values: [null, {}, 'manager'], call: (v) => new TenureMetrics().instrument(v as never) },
+  // tenure/inversify.
+  { covers: ['LeadershipModuleOptions.candidate'], field: 'candidate', values: [undefined, 1, 'etcd'], call: (v) => leadershipModule(opt({ candidate: v })) },
+  { covers: ['LeadershipModuleOptions.services'], field: 'services', values: ['Service', [1], [class Plain {}]], call: (v) => leadershipModule(opt({ candidate: () => undefined, services: v })) },
+  { covers: ['LeadershipModuleOptions.elections'], field: 'elections', values: ['x', [''], [7]], call: (v) => leadershipModule(opt({ candidate: () => undefined, elections: v })) },
+  { covers: ['LeadershipModuleOptions.manager'], field: 'manager', values: ['fast', 1], call: (v) => leadershipModule(opt({ candidate: () => undefined, manager: v })) },
+  { covers: ['arg:inversify.election'], field: 'election', values: [7, '', null], call: (v) => leadershipManagerId(v as string) },
   // Core.
   { covers: ['arg:core.fence'], field: 'fence', values: [-1n, 1, '1', null], call: (v) => new InMemoryFencedResource('r').write(v as bigint, () => 1) },
   { covers: ['arg:core.resourceName'], field: 'name', values: [7, ''], call: (v) => new InMemoryFencedResource(v as string) },
@@ -188,7 +227,7 @@ const rows = (): Row[] => [
 
 /** The public options properties, by interface, from the entry points (testing kit excluded: test/testing/config.test.ts). */
 function publicOptions(): string[] {
-  const entries = ['src/index.ts', 'src/recipes/zk/index.ts', 'src/recipes/etcd/index.ts', 'src/recipes/redis/index.ts', 'src/recipes/postgres/index.ts'].map((e) => root + e);
+  const entries = ['src/index.ts', 'src/recipes/zk/index.ts', 'src/recipes/etcd/index.ts', 'src/recipes/redis/index.ts', 'src/recipes/postgres/index.ts', 'src/integrations/metrics/index.ts', 'src/integrations/inversify/index.ts'].map((e) => root + e);
   const program = ts.createProgram(entries, { module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, target: ts.ScriptTarget.ES2022, strict: true, skipLibCheck: true, noEmit: true, types: ['node'] });
   const c = program.getTypeChecker();
   const out = new Set<string>();

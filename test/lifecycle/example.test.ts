@@ -1,6 +1,6 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EtcdServer, ZooKeeperServer } from '../../src/testing/index.js';
+import { exited, runExample } from '../helpers/example.js';
 import { pollValue } from '../helpers/wait.js';
 
 /**
@@ -10,21 +10,7 @@ import { pollValue } from '../helpers/wait.js';
  */
 const daemon = new URL('../../examples/active-passive/daemon.ts', import.meta.url).pathname;
 
-type Line = { event: string; id: string; fence?: string; reason?: string };
-function run(args: string[]): { child: ChildProcess; lines: Line[] } {
-  const child = spawn(process.execPath, ['--import', 'tsx', daemon, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const lines: Line[] = [];
-  let buf = '';
-  child.stdout!.on('data', (d: Buffer) => {
-    buf += d.toString();
-    for (let i = buf.indexOf('\n'); i >= 0; i = buf.indexOf('\n')) {
-      lines.push(JSON.parse(buf.slice(0, i)) as Line);
-      buf = buf.slice(i + 1);
-    }
-  });
-  return { child, lines };
-}
-const exited = (c: ChildProcess): Promise<number | null> => (c.exitCode !== null ? Promise.resolve(c.exitCode) : new Promise((r) => c.once('exit', (code) => r(code))));
+const run = (args: string[]) => runExample(daemon, args);
 
 let etcd: EtcdServer;
 let zk: ZooKeeperServer;

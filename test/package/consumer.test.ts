@@ -12,8 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
  * checkout's node_modules (linked, not downloaded), so the test needs no network.
  */
 const root = fileURLToPath(new URL('../../', import.meta.url));
-const peers = ['etcd3', 'ioredis', 'pg', 'node-zookeeper-client'];
-const runtime = ['eventemitter3', 'pino', 'cockatiel'];
+const peers = ['etcd3', 'ioredis', 'pg', 'node-zookeeper-client', 'prom-client', 'inversify', '@inversifyjs', 'reflect-metadata'];
+const runtime = ['eventemitter3', 'pino', 'cockatiel', 'croner'];
 const types = ['@types/node', '@types/pg', '@types/node-zookeeper-client'];
 let work: string;
 let pkg: string;
@@ -78,6 +78,8 @@ import { LeaderLatch, ZkSession, InterProcessMutex } from 'tenure/zk';
 import { RedisLock, RedisElection, RedisFencedResource } from 'tenure/redis';
 import { PgElection, withXactLock, PostgresFencedResource } from 'tenure/postgres';
 import { EtcdServer, RedisServer, FaultProxy, spawnWorker } from 'tenure/testing';
+import { TenureMetrics } from 'tenure/metrics';
+import { leadershipModule } from 'tenure/inversify';
 
 export async function useIt(c: Candidate, wait: WaitOptions): Promise<bigint> {
   await using term: Lease = await c.campaign(wait);
@@ -86,7 +88,7 @@ export async function useIt(c: Candidate, wait: WaitOptions): Promise<bigint> {
   await r.write(term.fence, () => who?.id);
   return term.fence;
 }
-export const kinds = [EtcdElection, EtcdSession, LeaderLatch, ZkSession, InterProcessMutex, RedisLock, RedisElection, RedisFencedResource, PgElection, withXactLock, PostgresFencedResource, EtcdServer, RedisServer, FaultProxy, spawnWorker, TenureError];
+export const kinds = [EtcdElection, EtcdSession, LeaderLatch, ZkSession, InterProcessMutex, RedisLock, RedisElection, RedisFencedResource, PgElection, withXactLock, PostgresFencedResource, EtcdServer, RedisServer, FaultProxy, spawnWorker, TenureError, TenureMetrics, leadershipModule];
 export type T = Term;
 `;
     writeFileSync(join(dir, 'consumer.ts'), consumer);
@@ -95,7 +97,7 @@ export type T = Term;
       JSON.stringify({ compilerOptions: { strict: true, module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', lib: ['es2023', 'esnext.disposable'], noEmit: true, types: ['node'], skipLibCheck: false }, files: ['consumer.ts'] }),
     );
     execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', dir], { cwd: dir, encoding: 'utf8' });
-    const script = `for (const p of ['tenure', 'tenure/zk', 'tenure/etcd', 'tenure/redis', 'tenure/postgres', 'tenure/testing']) { const m = await import(p); if (Object.keys(m).length === 0) throw new Error(p); } console.log('ok');`;
+    const script = `for (const p of ['tenure', 'tenure/zk', 'tenure/etcd', 'tenure/redis', 'tenure/postgres', 'tenure/testing', 'tenure/metrics', 'tenure/inversify']) { const m = await import(p); if (Object.keys(m).length === 0) throw new Error(p); } console.log('ok');`;
     expect(execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: dir, encoding: 'utf8' }).trim()).toBe('ok');
   }, 180_000);
 
@@ -103,7 +105,7 @@ export type T = Term;
     const dir = project('bare', runtime);
     const script = `
 const out = [];
-for (const [entry] of [['tenure/etcd'], ['tenure/zk'], ['tenure/redis'], ['tenure/postgres']]) {
+for (const [entry] of [['tenure/etcd'], ['tenure/zk'], ['tenure/redis'], ['tenure/postgres'], ['tenure/metrics'], ['tenure/inversify']]) {
   try { await import(entry); out.push(entry + ' loaded'); } catch (e) { out.push(entry + ' ' + e.code + ' ' + e.packageName + ' ' + e.message); }
 }
 await import('tenure');
@@ -114,6 +116,8 @@ console.log(JSON.stringify(out));`;
       expect.stringMatching(/^tenure\/zk PEER_MISSING node-zookeeper-client .*npm install node-zookeeper-client/),
       expect.stringMatching(/^tenure\/redis PEER_MISSING ioredis .*npm install ioredis/),
       expect.stringMatching(/^tenure\/postgres PEER_MISSING pg .*npm install pg/),
+      expect.stringMatching(/^tenure\/metrics PEER_MISSING prom-client .*npm install prom-client/),
+      expect.stringMatching(/^tenure\/inversify PEER_MISSING inversify .*npm install inversify/),
     ]);
   });
 });

@@ -15,6 +15,8 @@ const entries: Record<string, string> = {
   'tenure/redis': 'src/recipes/redis/index.ts',
   'tenure/postgres': 'src/recipes/postgres/index.ts',
   'tenure/testing': 'src/testing/index.ts',
+  'tenure/metrics': 'src/integrations/metrics/index.ts',
+  'tenure/inversify': 'src/integrations/inversify/index.ts',
 };
 
 function kindOf(checker: ts.TypeChecker, sym: ts.Symbol): string {

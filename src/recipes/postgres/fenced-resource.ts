@@ -1,4 +1,5 @@
 import type { Pool, PoolClient } from 'pg';
+import { refused } from '../../core/fence-events.js';
 import { ConfigError, StaleFenceError, TenureError } from '../../core/errors.js';
 import { optionalNumber, requireFunction, requireOptions, requireString } from '../../core/validate.js';
 import { connectWithin, pgEndpoint, queryWithin } from './errors.js';
@@ -79,7 +80,7 @@ export class PostgresFencedResource implements FencedResource<PoolClient> {
       if (r.rowCount === 0) {
         const h = await bound(client.query('SELECT fence::text AS fence FROM tenure_fence WHERE resource = $1', [this.name]));
         await bound(client.query('ROLLBACK'));
-        throw new StaleFenceError(fence, BigInt((h.rows[0]?.fence as string | undefined) ?? '0'), this.name);
+        throw refused(new StaleFenceError(fence, BigInt((h.rows[0]?.fence as string | undefined) ?? '0'), this.name));
       }
       const value = await fn(client);
       await bound(client.query('COMMIT'));
@@ -99,7 +100,7 @@ export class PostgresFencedResource implements FencedResource<PoolClient> {
     const r = await queryWithin(client.query(UPSERT, [this.name, fence.toString()]), this.#callTimeoutMs, what, pgEndpoint(this.#pool));
     if (r.rowCount === 0) {
       const h = await queryWithin(client.query('SELECT fence::text AS fence FROM tenure_fence WHERE resource = $1', [this.name]), this.#callTimeoutMs, what, pgEndpoint(this.#pool));
-      throw new StaleFenceError(fence, BigInt((h.rows[0]?.fence as string | undefined) ?? '0'), this.name);
+      throw refused(new StaleFenceError(fence, BigInt((h.rows[0]?.fence as string | undefined) ?? '0'), this.name));
     }
     return fn(client);
   }

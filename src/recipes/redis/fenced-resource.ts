@@ -1,4 +1,5 @@
 import { ConfigError, StaleFenceError } from '../../core/errors.js';
+import { refused } from '../../core/fence-events.js';
 import { optionalNumber, requireFunction, requireOptions, requireString } from '../../core/validate.js';
 import { requireRedis, type RedisClient } from './client.js';
 import { bounded } from './errors.js';
@@ -132,7 +133,7 @@ export class RedisFencedResource implements FencedResource<RedisFencedWrite> {
     for (const op of w.ops) args.push(op.cmd, op.args.length, ...op.args);
     const call = runScript(this.#redis, WRITE, [this.name, ...w.ops.map((o) => o.key)], args) as Promise<[number, string]>;
     const [ok, highest] = await bounded(this.#redis, call, this.#callTimeoutMs, `fenced write to ${this.name}`);
-    if (ok !== 1) throw new StaleFenceError(fence, BigInt(highest), this.name);
+    if (ok !== 1) throw refused(new StaleFenceError(fence, BigInt(highest), this.name));
     return result;
   }
 
