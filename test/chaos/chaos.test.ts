@@ -7,8 +7,8 @@ import { BACKENDS } from '../../chaos/stores/index.js';
 /**
  * The short chaos runs of `npm test` (the long one is `npm run chaos`): each backend with five
  * candidate processes under the nemesis, with a fixed seed each, and the lifecycle manager's kind
- * on Redis (the quickest store to start); then runs with fencing bypassed, which the checker must
- * catch, for both kinds. One file, so the runs never share the machine with each other.
+ * on Redis (the quickest store to start); then a run with fencing bypassed, which the checker must
+ * catch. One file, so the runs never share the machine with each other; about two minutes in all.
  */
 const SEEDS = { etcd: 1301, zk: 1302, redis: 1303, postgres: 1304 } as const;
 const SHORT_MS = 10_000;
@@ -37,18 +37,17 @@ describe('the chaos suite', () => {
     expect(s.operations.release!.ok).toBeGreaterThan(0); // terms resigned through the manager
   });
 
-  for (const [kind, seed] of [['recipe', 1305], ['manager', 1307]] as const) {
-    it(`${kind} kind with fencing bypassed: paused holders write over their successors and the checker reports it`, { timeout: 120_000 }, async () => {
-      // Pauses only, always of the holder, with a 1 s TTL: about three in ten seconds, each almost
-      // surely freezing the holder mid-work, so that it wakes and writes after its successor did.
-      const report = await runChaos({ backend: 'redis', kind, durationMs: SHORT_MS, ttlMs: 1000, seed, faults: ['pause'], aimAtHolder: 1, bypassFencing: true });
-      console.log(summarize(report));
-      const rules = new Set(report.result.violations.map((v) => v.rule));
-      expect(rules.has('fence-order')).toBe(true);
-      expect(rules.has('stale-write')).toBe(true);
-      expect(report.result.stats.staleRejected).toBe(0);
-    });
-  }
+  it('with fencing bypassed, paused holders write over their successors and the checker reports it', { timeout: 120_000 }, async () => {
+    // Pauses only, always of the holder, with a 1 s TTL: about three in ten seconds, each almost
+    // surely freezing the holder mid-work, so that it wakes and writes after its successor did.
+    // (The manager kind's bypassed run is the same proof, at 3 minutes: chaos/RESULTS.md.)
+    const report = await runChaos({ backend: 'redis', durationMs: SHORT_MS, ttlMs: 1000, seed: 1305, faults: ['pause'], aimAtHolder: 1, bypassFencing: true });
+    console.log(summarize(report));
+    const rules = new Set(report.result.violations.map((v) => v.rule));
+    expect(rules.has('fence-order')).toBe(true);
+    expect(rules.has('stale-write')).toBe(true);
+    expect(report.result.stats.staleRejected).toBe(0);
+  });
 
   it('refuses bad options, naming the field', () => {
     expect(() => chaosConfig({ backend: 'mongo' as never })).toThrow(expect.objectContaining({ field: 'backend' }));
