@@ -1,9 +1,12 @@
 import { ConfigError } from '../src/index.js';
 import { optionalBoolean, optionalNumber, requireOptions } from '../src/core/validate.js';
 import { BACKENDS, type Backend } from './stores/index.js';
+import { WORKLOAD_KINDS, type WorkloadKind } from './worker/kind.js';
 
 export interface ChaosOptions {
   backend: Backend;
+  /** What the candidates run: the recipe loop, or a LeadershipManager over the same candidate. @default 'recipe' */
+  kind?: WorkloadKind;
   /** How long the nemesis runs, ms. @default 60000 */
   durationMs?: number;
   /** Seeds every random choice (printed with the results). @default a random one */
@@ -34,6 +37,7 @@ export type ChaosConfig = Required<Omit<ChaosOptions, 'faults' | 'historyFile' |
 export function chaosConfig(options: ChaosOptions): ChaosConfig {
   const o = requireOptions('options', options);
   if (!BACKENDS.includes(o.backend)) throw new ConfigError('backend', `must be one of ${BACKENDS.join(', ')}, got ${String(o.backend)}`);
+  if (o.kind !== undefined && !WORKLOAD_KINDS.includes(o.kind)) throw new ConfigError('kind', `must be one of ${WORKLOAD_KINDS.join(', ')}, got ${String(o.kind)}`);
   const ttlMs = optionalNumber('ttlMs', o.ttlMs, 2000, { integer: true, min: 1000, max: 60_000 });
   if (ttlMs % 1000 !== 0) throw new ConfigError('ttlMs', `must be a multiple of 1000 (etcd leases are in seconds), got ${ttlMs}`);
   const marginMs = optionalNumber('marginMs', o.marginMs, ttlMs / 4, { min: 1, max: ttlMs / 2 });
@@ -42,6 +46,7 @@ export function chaosConfig(options: ChaosOptions): ChaosConfig {
   }
   return {
     backend: o.backend,
+    kind: o.kind ?? 'recipe',
     durationMs: optionalNumber('durationMs', o.durationMs, 60_000, { min: 1000 }),
     seed: optionalNumber('seed', o.seed, Math.floor(Math.random() * 2 ** 31), { integer: true, min: 0, max: 2 ** 32 - 1 }),
     candidates: optionalNumber('candidates', o.candidates, 5, { integer: true, min: 2, max: 20 }),

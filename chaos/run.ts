@@ -1,8 +1,8 @@
 /**
- * `npm run chaos -- [--backend etcd|zk|redis|postgres|all] [--duration 10m] [--seed N]
- * [--candidates 5] [--faults kill,pause,…] [--bypass-fencing] [--out dir]`
+ * `npm run chaos -- [--backend etcd|zk|redis|postgres|all] [--kind recipe|manager] [--duration 10m]
+ * [--seed N] [--candidates 5] [--faults kill,pause,…] [--bypass-fencing] [--out dir]`
  * Runs the chaos suite on each backend in turn (never two at once: the machine is shared),
- * prints the results and writes each history to `<out>/<backend>-<seed>.json`. Exits 1 when any
+ * prints the results and writes each history to `<out>/<backend>-<seed>[-manager][-bypassed].json`. Exits 1 when any
  * run found a violation. `npm run chaos -- --check FILE…` checks saved histories again instead.
  */
 import { readFileSync } from 'node:fs';
@@ -14,10 +14,12 @@ import { checkHistory, historyFromJSON, type History } from '../src/testing/inde
 import { runChaos, type ChaosReport } from './runner.js';
 import { BACKENDS, type Backend } from './stores/index.js';
 import { summarize } from './summary.js';
+import type { WorkloadKind } from './worker/kind.js';
 
 const { values, positionals } = parseArgs({
   options: {
     backend: { type: 'string', default: 'all' },
+    kind: { type: 'string', default: 'recipe' },
     duration: { type: 'string', default: '60s' },
     seed: { type: 'string' },
     candidates: { type: 'string' },
@@ -47,9 +49,10 @@ const durationMs = parseDuration('duration', values.duration!);
 const seed = values.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(values.seed);
 let violations = 0;
 for (const backend of backends) {
-  const historyFile = join(values.out!, `${backend}-${seed}${values['bypass-fencing'] ? '-bypassed' : ''}.json`);
+  const historyFile = join(values.out!, `${backend}-${seed}${values.kind === 'manager' ? '-manager' : ''}${values['bypass-fencing'] ? '-bypassed' : ''}.json`);
   const report = await runChaos({
     backend,
+    kind: values.kind as WorkloadKind,
     durationMs,
     seed,
     ...(values.candidates ? { candidates: Number(values.candidates) } : {}),

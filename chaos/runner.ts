@@ -54,6 +54,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       store,
       {
         name: store.name,
+        kind: cfg.kind,
         ttlMs: cfg.ttlMs,
         marginMs: cfg.marginMs,
         seed: cfg.seed,

@@ -1,19 +1,25 @@
-import type { Lease } from '../../src/index.js';
+import type { Candidate } from '../../src/index.js';
 
 /**
- * The one interface between the chaos workload and what it puts under test: a candidate kind
- * says how one process campaigns on one backend. Each kind lives in its own module under
- * `kinds/`, the only place where the workload calls tenure's recipes, so an API change (or a new
- * kind, such as the lifecycle manager) touches one small file.
+ * The one interface between the chaos workload and the store under test: how one process gets
+ * the backend's {@link Candidate}. Each backend is one small module under `backends/`, the only
+ * place where the workload calls tenure's recipes, so an API change touches one small file. What
+ * is done with the candidate is the run's kind: the `recipe` loop drives it directly
+ * (`recipe.ts`), the `manager` kind runs a LeadershipManager over it (`manager.ts`).
  */
 export interface ChaosCandidate {
-  /** Waits for a term; rejects with `signal.reason` when `signal` aborts. May be called again after any loss. */
-  campaign(signal: AbortSignal): Promise<Lease>;
-  /** Ends the live term (resign); the candidate stays usable. */
-  resign(): Promise<void>;
-  /** Leaves for good: ends any term, closes sessions and clients. */
+  /**
+   * The candidate, made on first use (with its client and session); rejects with `signal.reason`
+   * when `signal` aborts, or when the store cannot be reached yet (call it again).
+   */
+  open(signal: AbortSignal): Promise<Candidate>;
+  /** Leaves for good: closes the candidate (ending any term), its session and its client. */
   close(): Promise<void>;
 }
+
+/** What the candidate processes run: the recipe loop, or the lifecycle manager. */
+export type WorkloadKind = 'recipe' | 'manager';
+export const WORKLOAD_KINDS: readonly WorkloadKind[] = ['recipe', 'manager'];
 
 /** Where a candidate finds its store: through its own fault proxies. */
 export type StoreEndpoints =

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, StaleFenceError } from '../../src/index.js';
+import { ConfigError, LeadershipManager, StaleFenceError, type Lease } from '../../src/index.js';
 import { LeaseController } from '../../src/core/lease.js';
+import { LeaseCandidate } from '../../src/core/lease-candidate.js';
 import { checkHistory, historyFromJSON, historyToJSON, HistoryRecorder, type History, type HistoryOp, type CheckRule } from '../../src/testing/index.js';
 import { reconstructTerms } from '../../src/testing/history/terms.js';
 import { pollValue } from '../helpers/wait.js';
@@ -165,5 +166,45 @@ describe('HistoryRecorder', () => {
     // The term ends at the deadline it reported (within the sampling of one ms), not when the abort was seen.
     const d = rec.ops.find((o) => o.f === 'deadline')!.deadline!;
     expect(term).toMatchObject({ endedBy: 'deadline', end: d });
+  });
+
+  it("follows a LeadershipManager's terms: campaigns as acquires, each term ended where the manager's signal aborted", async () => {
+    // A candidate on plain leases (no store): term 1 is resigned, term 2 is lost at its local
+    // deadline, the third campaign waits until the manager is closed.
+    let fence = 0n;
+    const candidate = new LeaseCandidate({
+      id: 'm1',
+      name: 'n',
+      what: 'test election',
+      acquire: async (signal) => {
+        if (fence === 2n) return new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }));
+        const deadline = ++fence === 1n ? Infinity : performance.now() + 60;
+        return new LeaseController({ name: 'n', fence, deadline: () => deadline, release: async () => undefined }).lease;
+      },
+      leader: async () => undefined,
+      observe: async function* () {},
+    });
+    const manager = new LeadershipManager(candidate, { backoff: { initialMs: 10, maxMs: 10 }, observeLeader: false });
+    const rec = new HistoryRecorder('m1');
+    const unfollow = rec.followManager(manager);
+    const terms: Lease[] = [];
+    manager.onElected(async (ctx) => {
+      terms.push(ctx.term);
+      if (ctx.fence === 1n) void rec.release(ctx.term, () => manager.resign());
+      await rec.write('r', `w${ctx.fence}`, ctx.fence, async () => undefined);
+    });
+    manager.start();
+    await pollValue(async () => (rec.ops.filter((o) => o.f === 'acquire' && o.type === 'invoke').length === 3 ? true : undefined), 5000);
+    await manager.close();
+    unfollow();
+    // (`release` ok comes once the term has drained: before or after the next campaign begins.)
+    expect(rec.ops.filter((o) => o.f === 'release').map((o) => o.type)).toEqual(['invoke', 'ok']);
+    const seq = rec.ops.filter((o) => o.f !== 'deadline' && o.f !== 'write' && !(o.f === 'release' && o.type === 'ok')).map((o) => `${o.f}:${o.type}${o.fence === undefined ? '' : `:${o.fence}`}${o.f === 'term-end' ? `:${o.error}` : ''}`);
+    expect(seq.slice(0, 7)).toEqual(['acquire:invoke', 'acquire:ok:1', 'release:invoke:1', 'term-end:info:1:released', 'acquire:invoke', 'acquire:ok:2', 'term-end:info:2:deadline']);
+    expect(seq.at(-1)).toBe('acquire:fail'); // closed while campaigning again (after the backoff)
+    const r = checkHistory({ ops: rec.ops, registers: { r: [{ id: 'w1', fence: 1n }, { id: 'w2', fence: 2n }] } });
+    expect(r.violations).toEqual([]);
+    expect(r.terms.map((t) => [t.fence, t.endedBy])).toEqual([[1n, 'released'], [2n, 'deadline']]);
+    expect(r.stats.operations.acquire).toMatchObject({ ok: 2, fail: 1 });
   });
 });

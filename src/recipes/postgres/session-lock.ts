@@ -121,34 +121,43 @@ export class PgSessionLock implements AsyncDisposable {
     let session: PgSession | undefined;
     try {
       await raceSignal(ensureSchema(this.#pool, { callTimeoutMs: this.#timing.callTimeoutMs }), scope.signal);
-      session = await PgSession.create(this.#pool, this.#timing, scope.signal);
-      const s = session;
-      const sentAt = this.#timing.clock.now();
-      // The lock is the transaction's (see session.ts: a session-level lock broke behind a
-      // transaction pooler); the fence comes after the grant, in the same statement.
-      const k = keyArgs(this.#key);
-      const take = tryOnly
-        ? `SELECT nextval('tenure_fence_seq')::text AS fence, pg_backend_pid() AS pid WHERE pg_try_advisory_xact_lock(${k})`
-        : `SELECT nextval('tenure_fence_seq')::text AS fence, pg_backend_pid() AS pid FROM (SELECT pg_advisory_xact_lock(${k})) AS l`;
-      const q = s.query(s.lockSql(take));
-      // A try answers at once, so it is bounded like any call; a wait is bounded by the caller.
-      const answered = tryOnly ? queryWithin(q, this.#timing.callTimeoutMs, `postgres lock '${this.name}': tryAcquire`, pgEndpoint(this.#pool), () => void s.close(true)) : q;
-      const r = await raceSignal(answered, scope.signal).catch(async (e: unknown) => {
-        answered.catch(() => undefined);
-        if (scope.signal.aborted) await s.abandon(q);
-        throw toTenureError(e, `postgres lock '${this.name}': acquire`, pgEndpoint(this.#pool));
-      });
-      const row = lastRows(r)[0] as { fence: string; pid: number } | undefined;
-      if (row === undefined) {
-        await s.close();
-        return undefined;
+      for (;;) {
+        session = await PgSession.create(this.#pool, this.#timing, scope.signal);
+        const s = session;
+        const sentAt = this.#timing.clock.now();
+        // The lock is the transaction's (see session.ts: a session-level lock broke behind a
+        // transaction pooler); the fence comes after the grant, in the same statement.
+        const k = keyArgs(this.#key);
+        const take = tryOnly
+          ? `SELECT nextval('tenure_fence_seq')::text AS fence, pg_backend_pid() AS pid WHERE pg_try_advisory_xact_lock(${k})`
+          : `SELECT nextval('tenure_fence_seq')::text AS fence, pg_backend_pid() AS pid FROM (SELECT pg_advisory_xact_lock(${k})) AS l`;
+        const q = s.query(s.lockSql(take));
+        // A try answers at once, so it is bounded like any call; a wait is bounded by the caller.
+        const answered = tryOnly ? queryWithin(q, this.#timing.callTimeoutMs, `postgres lock '${this.name}': tryAcquire`, pgEndpoint(this.#pool), () => void s.close(true)) : q;
+        const r = await raceSignal(answered, scope.signal).catch(async (e: unknown) => {
+          answered.catch(() => undefined);
+          if (scope.signal.aborted) await s.abandon(q);
+          throw toTenureError(e, `postgres lock '${this.name}': acquire`, pgEndpoint(this.#pool));
+        });
+        const row = lastRows(r)[0] as { fence: string; pid: number } | undefined;
+        if (row === undefined) {
+          await s.close();
+          return undefined;
+        }
+        const fence = row.fence;
+        await this.#claim(BigInt(fence), row.pid);
+        const from = await raceSignal(this.#confirm(s, sentAt), scope.signal);
+        if (from === undefined) {
+          await s.close(true);
+          session = undefined;
+          if (tryOnly) return undefined; // a try took nothing; a wait goes on
+          continue;
+        }
+        s.startHeartbeat(from);
+        const ctl = this.#lease(s, BigInt(fence));
+        if (this.#closing.signal.aborted) await ctl.release();
+        return ctl.lease;
       }
-      const fence = row.fence;
-      await this.#claim(BigInt(fence), row.pid);
-      s.startHeartbeat(sentAt);
-      const ctl = this.#lease(s, BigInt(fence));
-      if (this.#closing.signal.aborted) await ctl.release();
-      return ctl.lease;
     } catch (e) {
       await session?.close(true);
       throw e;
@@ -156,6 +165,27 @@ export class PgSessionLock implements AsyncDisposable {
       this.#busy = false;
       scope.dispose();
     }
+  }
+
+  /**
+   * When the lease's deadline counts from: the send of the query that took the lock, while that
+   * deadline is still ahead. A grant that comes back after it (a wait longer than ttlMs −
+   * safetyMarginMs, or a process frozen or a reply held in a partition on the way) is the
+   * holder's only while its transaction lives, and the server may have timed that out and granted
+   * the lock to another: one more round trip on the connection proves it does, and the deadline
+   * counts from that round trip's send. Undefined: the grant is lost (it was never handed out).
+   */
+  async #confirm(session: PgSession, sentAt: number): Promise<number | undefined> {
+    const { ttlMs, safetyMarginMs, clock, callTimeoutMs } = this.#timing;
+    if (ttlMs === undefined || safetyMarginMs === undefined) return sentAt;
+    const live = (from: number): boolean => !session.signal.aborted && clock.now() < from + ttlMs - safetyMarginMs;
+    if (live(sentAt)) return sentAt;
+    const from = clock.now();
+    const answered = await queryWithin(session.query('SELECT 1'), callTimeoutMs, `postgres lock '${this.name}': confirm a late grant`, pgEndpoint(this.#pool)).then(
+      () => true,
+      () => false,
+    );
+    return answered && live(from) ? from : undefined;
   }
 
   /**

@@ -1,7 +1,8 @@
 import { monotonicNs } from '../../core/clock.js';
-import { LeaseLostError, TenureError } from '../../core/errors.js';
+import { LeaseLostError, TenureError, TermEndedError } from '../../core/errors.js';
 import type { Lease } from '../../core/lease.js';
-import { optionalNumber, requireFunction, requireOptions, requireString } from '../../core/validate.js';
+import type { LeadershipManager } from '../../lifecycle/manager.js';
+import { optionalNumber, optionalSignal, requireFunction, requireOptions, requireString } from '../../core/validate.js';
 import type { HistoryOp } from './types.js';
 
 export interface HistoryRecorderOptions {
@@ -19,6 +20,17 @@ function definitelyRefused(e: unknown): boolean {
 }
 
 const message = (e: unknown): string => (e instanceof Error ? `${e.name}: ${e.message}` : String(e)).slice(0, 300);
+
+/**
+ * A term's end in the checker's words: a lease's loss reason; a manager term given up by its
+ * holder (resigned, closed, its hooks returned) is `released`, as a released lease is, and one
+ * lost is its lease's loss reason.
+ */
+function endReason(r: unknown): string {
+  if (r instanceof LeaseLostError) return r.reason;
+  if (r instanceof TermEndedError) return r.reason === 'lost' ? (r.lostReason ?? 'lost') : r.reason === 'hook-error' ? 'hook-error' : 'released';
+  return message(r);
+}
 
 /**
  * Records one process's part of a history for {@link checkHistory}: wrap each acquire, fenced
@@ -104,10 +116,12 @@ export class HistoryRecorder {
 
   /**
    * Follows a lease granted elsewhere (`acquire` does this itself): logs its local deadline each
-   * time it moves and its end when its signal aborts.
+   * time it moves and its end when `options.signal` aborts — the lease's own signal unless the
+   * term has one of its own (a {@link LeadershipManager} term's `ctx.signal`, which aborts first).
    */
-  follow(lease: Lease): void {
+  follow(lease: Lease, options?: { signal?: AbortSignal }): void {
     const fence = lease.fence;
+    const signal = optionalSignal('signal', requireOptions('options', options).signal) ?? lease.signal;
     let reported = -1n;
     const sample = (): void => {
       // `lost` checks the deadline first: a holder that wakes past it (SIGSTOP, a long GC) must
@@ -124,14 +138,51 @@ export class HistoryRecorder {
     };
     const onEnd = (): void => {
       clearInterval(timer);
-      const r: unknown = lease.signal.reason;
-      this.record({ type: 'info', f: 'term-end', fence, error: r instanceof LeaseLostError ? r.reason : message(r) });
+      this.record({ type: 'info', f: 'term-end', fence, error: endReason(signal.reason) });
     };
     sample();
     const timer = setInterval(sample, this.#sampleMs);
     timer.unref();
-    if (lease.signal.aborted) onEnd();
-    else lease.signal.addEventListener('abort', onEnd, { once: true });
+    if (signal.aborted) onEnd();
+    else signal.addEventListener('abort', onEnd, { once: true });
+  }
+
+  /**
+   * Records a {@link LeadershipManager}'s terms (call before `start()`): each campaign as an
+   * `acquire` (invoked when the manager starts campaigning, `ok` with the fence at `elected`,
+   * `fail` when it stops campaigning otherwise), and each term followed with the term's own
+   * signal, so the history ends it where the manager says it ended. Wrap `manager.resign()` in
+   * {@link release} to log the hand-over. Returns a function that stops recording.
+   */
+  followManager(manager: Pick<LeadershipManager, 'on' | 'off'>): () => void {
+    let campaigning = false;
+    let lastError: unknown;
+    const onState = (next: string): void => {
+      if (next === 'campaigning') {
+        campaigning = true;
+        lastError = undefined;
+        this.record({ type: 'invoke', f: 'acquire' });
+      } else if (campaigning && next !== 'leader') {
+        campaigning = false;
+        this.record({ type: 'fail', f: 'acquire', error: lastError === undefined ? `stopped campaigning: ${next}` : message(lastError) });
+      }
+    };
+    const onError = (e: unknown): void => {
+      if (campaigning) lastError = e;
+    };
+    const onElected = (ctx: { fence: bigint; signal: AbortSignal; term: Lease }): void => {
+      campaigning = false;
+      this.record({ type: 'ok', f: 'acquire', fence: ctx.fence });
+      this.follow(ctx.term, { signal: ctx.signal });
+    };
+    manager.on('state', onState);
+    manager.on('error', onError);
+    manager.on('elected', onElected);
+    return () => {
+      manager.off('state', onState);
+      manager.off('error', onError);
+      manager.off('elected', onElected);
+    };
   }
 
   /** Records a fault the nemesis started or healed, done to `target` when it was done to one process. */

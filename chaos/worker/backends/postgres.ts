@@ -12,8 +12,7 @@ export const postgresCandidate: CandidateKind = (ctx) => {
   pool.on('error', () => undefined); // idle clients see restarts and cuts; the lease's signal says what they mean
   const election = new PgElection(pool, ctx.name, { id: ctx.id, ttlMs: ctx.ttlMs, safetyMarginMs: ctx.marginMs });
   return {
-    campaign: (signal) => election.campaign({ signal }),
-    resign: () => election.resign(),
+    open: async () => election,
     async close() {
       await election.close().catch(() => undefined);
       await pool.end().catch(() => undefined);

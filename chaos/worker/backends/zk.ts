@@ -11,14 +11,13 @@ export const zkCandidate: CandidateKind = (ctx) => {
   let session: ZkSession | undefined;
   let latch: LeaderLatch | undefined;
   return {
-    async campaign(signal) {
+    async open(signal) {
       if (!latch) {
         session = await ZkSession.create({ connectionString: cs, ttlMs: ctx.ttlMs, safetyMarginMs: ctx.marginMs }, { signal });
         latch = new LeaderLatch(session, ctx.name, { id: ctx.id });
       }
-      return latch.campaign({ signal });
+      return latch;
     },
-    resign: async () => latch?.resign(),
     async close() {
       await latch?.close().catch(() => undefined);
       await session?.close().catch(() => undefined);

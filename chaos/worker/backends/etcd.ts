@@ -10,14 +10,13 @@ export const etcdCandidate: CandidateKind = (ctx) => {
   const client = createEtcdClient({ hosts: ctx.store.hosts });
   let election: EtcdElection | undefined;
   return {
-    async campaign(signal) {
+    async open() {
       if (!election) {
         const session = await EtcdSession.create({ client, ttlMs: ctx.ttlMs, safetyMarginMs: ctx.marginMs });
         election = new EtcdElection(session, ctx.name, { id: ctx.id });
       }
-      return election.campaign({ signal });
+      return election;
     },
-    resign: async () => election?.resign(),
     async close() {
       await election?.close().catch(() => undefined);
       await election?.session.close().catch(() => undefined);

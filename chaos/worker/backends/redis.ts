@@ -9,8 +9,7 @@ export const redisCandidate: CandidateKind = (ctx) => {
   redis.on('error', () => undefined); // reconnects by itself; the lease's signal says what it means
   const election = new RedisElection(redis, ctx.name, { id: ctx.id, ttlMs: ctx.ttlMs, safetyMarginMs: ctx.marginMs });
   return {
-    campaign: (signal) => election.campaign({ signal }),
-    resign: () => election.resign(),
+    open: async () => election,
     async close() {
       await election.close().catch(() => undefined);
       redis.disconnect();
