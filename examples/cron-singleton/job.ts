@@ -3,8 +3,10 @@
  * number of copies: each copy campaigns on etcd; only the leader's `manager.cron()` fires, and
  * each report is written to Postgres through a PostgresFencedResource with the term's fence, so
  * even a leader that missed its demotion (paused, partitioned) cannot write a report late.
- * When the leader goes (SIGTERM: it resigns), the run in flight aborts and another copy takes the
- * next tick; no tick runs twice, and the new leader does not make up the ticks it missed.
+ * When the leader goes, the run in flight aborts (SIGTERM: it resigns) or dies with it (SIGKILL),
+ * and the copy elected next runs that tick at once (`catchUpMs`: the latest tick missed before
+ * its term, once — never a burst) and then the following ones. A report is keyed by its tick, so
+ * a tick the old leader had finished after all is not written twice.
  *
  *   node --import tsx examples/cron-singleton/job.ts <etcd url> <postgres url> ['<cron expression>']
  *   e.g. node --import tsx examples/cron-singleton/job.ts http://127.0.0.1:2379 postgres://postgres@127.0.0.1:5432/postgres '0 2 * * *'
@@ -21,7 +23,7 @@ const id = `${name}-${process.pid}`;
 const say = (event: string, data: Record<string, unknown> = {}): void => console.log(JSON.stringify({ event, id, ...data }));
 
 const pool = new pg.Pool({ connectionString: pgUrl, max: 2 });
-await pool.query('CREATE TABLE IF NOT EXISTS nightly_reports (job text NOT NULL, tick timestamptz NOT NULL, runner text NOT NULL, fence bigint NOT NULL)');
+await pool.query('CREATE TABLE IF NOT EXISTS nightly_reports (job text NOT NULL, tick timestamptz NOT NULL, runner text NOT NULL, fence bigint NOT NULL, PRIMARY KEY (job, tick))');
 const reports = new PostgresFencedResource(pool, `reports:${name}`);
 
 const session = await EtcdSession.create({ hosts: [etcdUrl], ttlMs: 2000 });
@@ -38,13 +40,15 @@ manager.cron(expression, async ({ signal, fence, scheduledAt }) => {
     throw e;
   });
   try {
-    await reports.write(fence, (tx) => tx.query('INSERT INTO nightly_reports (job, tick, runner, fence) VALUES ($1, $2, $3, $4)', [name, scheduledAt, id, String(fence)]));
-    say('done', { tick, fence: String(fence) });
+    const { rowCount } = await reports.write(fence, (tx) =>
+      tx.query('INSERT INTO nightly_reports (job, tick, runner, fence) VALUES ($1, $2, $3, $4) ON CONFLICT (job, tick) DO NOTHING', [name, scheduledAt, id, String(fence)]),
+    );
+    say(rowCount === 1 ? 'done' : 'already-done', { tick, fence: String(fence) });
   } catch (e) {
     if (e instanceof StaleFenceError) say('refused', { tick, fence: String(fence) });
     throw e;
   }
-});
+}, { catchUpMs: 10_000 });
 manager.onElected(({ fence }) => say('leader', { fence: String(fence) }));
 manager.onDemoted(({ reason }) => say('follower', { reason }));
 manager.on('error', (e) => say('error', { message: String((e as Error).message) }));

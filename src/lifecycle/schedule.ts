@@ -2,7 +2,7 @@ import { Cron } from 'croner';
 import { MAX_TIMER_MS, sleep } from '../core/abort.js';
 import { monotonicClock } from '../core/clock.js';
 import { ConfigError } from '../core/errors.js';
-import { optionalString, requireFunction, requireNumber, requireOptions, requireString } from '../core/validate.js';
+import { optionalNumber, optionalString, requireFunction, requireNumber, requireOptions, requireString } from '../core/validate.js';
 import type { TermContext } from './types.js';
 
 /** What each run of a leader-only timer gets. */
@@ -21,6 +21,14 @@ export type ScheduledFn = (run: ScheduledRun) => unknown;
 export interface CronScheduleOptions {
   /** The IANA time zone the expression is read in (e.g. `Europe/Berlin`). @default the process's time zone */
   timezone?: string;
+  /**
+   * When a term begins, the latest tick that came due at most this many ms before and that this
+   * process has not run is run once, at once (never more than one: no burst). Covers the ticks
+   * that fell in a failover gap (a crashed leader's TTL). The previous leader may have run that
+   * tick already, or been killed in the middle of it: make the job idempotent per `scheduledAt`
+   * (e.g. a row keyed by it, written through a fenced resource). @default 0 (missed ticks are skipped)
+   */
+  catchUpMs?: number;
 }
 
 /** When the next run is due, and how to wait for it. */
@@ -29,6 +37,8 @@ interface Plan {
   next(last: Due | undefined): Due | undefined;
   /** Resolves at `due` (rejects with `signal.reason` when it aborts first). */
   wait(due: Due, signal: AbortSignal): Promise<void>;
+  /** The latest due time already passed, within the catch-up window and after `last`; undefined when none. */
+  missed?(last: Due | undefined): Due | undefined;
 }
 interface Due {
   /** Monotonic ms (interval) or wall-clock epoch ms (cron). */
@@ -53,7 +63,9 @@ export function intervalPlan(intervalMs: number): Plan {
 /** Calendar ticks from croner (cron is wall-clock time by definition; lease math never sees it). */
 export function cronPlan(expression: string, options?: CronScheduleOptions): Plan {
   requireString('expression', expression, { maxLength: 1000 });
-  const timezone = optionalString('timezone', requireOptions('options', options).timezone, '', { maxLength: 100 }) || undefined;
+  const o = requireOptions('options', options);
+  const timezone = optionalString('timezone', o.timezone, '', { maxLength: 100 }) || undefined;
+  const catchUpMs = optionalNumber('catchUpMs', o.catchUpMs, 0, { integer: true, min: 0, max: MAX_TIMER_MS });
   if (timezone !== undefined) {
     try {
       new Intl.DateTimeFormat('en-US', { timeZone: timezone });
@@ -73,6 +85,13 @@ export function cronPlan(expression: string, options?: CronScheduleOptions): Pla
       const at = cron.nextRun(new Date(Math.max(new Date().getTime(), last?.t ?? 0)));
       return at ? { t: at.getTime(), at } : undefined;
     },
+    missed: (last) => {
+      if (catchUpMs === 0) return undefined;
+      const now = new Date().getTime();
+      const at = cron.previousRuns(1, new Date(now))[0];
+      if (!at || at.getTime() < now - catchUpMs || (last && at.getTime() <= last.t)) return undefined;
+      return { t: at.getTime(), at };
+    },
     // In steps of at most a minute, re-reading the wall clock, so a clock step is caught up with.
     wait: async (due, signal) => {
       for (let left = due.t - new Date().getTime(); left > 0; left = due.t - new Date().getTime()) await sleep(Math.min(left, 60_000), signal);
@@ -91,7 +110,8 @@ export interface ScheduleHost {
  * A leader-only timer (`manager.every()` / `manager.cron()`): while this process leads, runs the
  * function at each due time, as work of the term (the drain waits for it). A run never overlaps
  * the previous one; due times missed while a run was still going or while not leading are
- * skipped, never made up in a burst. When the term ends the running run's `signal` aborts and no
+ * skipped, never made up in a burst (a cron timer's `catchUpMs` runs the latest one missed before
+ * a term, once). When the term ends the running run's `signal` aborts and no
  * further run starts; the next term resumes at the next due time.
  */
 export class LeaderSchedule implements Disposable {
@@ -127,14 +147,20 @@ export class LeaderSchedule implements Disposable {
 
   async #loop(ctx: TermContext): Promise<void> {
     const signal = AbortSignal.any([ctx.signal, this.#stopped.signal]);
+    // A tick that fell in the gap before this term (catchUpMs) runs first, once.
+    let overdue = this.#plan.missed?.(this.#last);
     for (;;) {
-      const due = this.#plan.next(this.#last);
+      const due = overdue ?? this.#plan.next(this.#last);
       if (!due) return;
-      try {
-        await this.#plan.wait(due, signal);
-      } catch {
-        return; // the term ended or the timer stopped
+      if (!overdue) {
+        try {
+          await this.#plan.wait(due, signal);
+        } catch {
+          return; // the term ended or the timer stopped
+        }
       }
+      overdue = undefined;
+      if (signal.aborted) return;
       this.#last = due;
       const run: ScheduledRun = Object.freeze({ signal: ctx.signal, fence: ctx.fence, scheduledAt: due.at });
       try {

@@ -187,6 +187,7 @@ const rows = (): Row[] => [
   { covers: ['arg:lifecycle.intervalMs'], field: 'intervalMs', values: [...INT_MS, 0], call: (v) => new LeadershipManager(new RedisElection(redis, 'x')).every(v as number, () => 1) },
   { covers: ['arg:lifecycle.expression'], field: 'expression', values: ['bad', '* * *', '61 * * * *', '0 0 30 2 *', '', 7, null, 'x'.repeat(2000)], call: (v) => new LeadershipManager(new RedisElection(redis, 'x')).cron(v as string, () => 1) },
   { covers: ['arg:lifecycle.scheduleFn'], field: 'fn', values: [1, 'x', null], call: (v) => new LeadershipManager(new RedisElection(redis, 'x')).every(1000, v as never) },
+  { covers: ['CronScheduleOptions.catchUpMs'], field: 'catchUpMs', values: [...INT_MS, -1, 1.5], call: (v) => new LeadershipManager(new RedisElection(redis, 'x')).cron('* * * * *', () => 1, opt({ catchUpMs: v })) },
   { covers: ['CronScheduleOptions.timezone'], field: 'timezone', values: ['Mars/Base', '', 7, 'x'.repeat(200)], call: (v) => new LeadershipManager(new RedisElection(redis, 'x')).cron('* * * * *', () => 1, opt({ timezone: v })) },
   { covers: ['LeaderOptions.election'], field: 'election', values: [undefined, 7, '', 'x'.repeat(300), null], call: (v) => Leader(opt({ election: v }))(class Service {}) },
   { covers: ['LeaderOptions.whenNotLeader'], field: 'whenNotLeader', values: ['maybe', 1, null], call: (v) => Leader(opt({ election: 'x', whenNotLeader: v })) },

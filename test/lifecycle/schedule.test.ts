@@ -123,6 +123,36 @@ describe('manager.cron()', () => {
     expect(missed).toBeLessThanOrEqual(1);
   });
 
+  it('catchUpMs: a tick that fell in the gap before a term runs once at its start (the latest one, no burst), then the schedule goes on', async () => {
+    const [a, b] = managers(2) as [LeadershipManager, LeadershipManager];
+    const log: Rec[] = [];
+    a.cron('* * * * * *', recorder('a', 50, log), { catchUpMs: 10_000 });
+    b.cron('* * * * * *', recorder('b', 50, log), { catchUpMs: 10_000 });
+    a.start();
+    await a.whenElected({ timeoutMs: 10_000 });
+    await pollValue(async () => (log.some((r) => r.who === 'a' && r.end > 0) ? true : undefined), 10_000);
+    // Nobody leads for 2.5 s (as after a crash, for the TTL): ticks come due and nobody runs them.
+    await a.resign({ cooldownMs: 60_000 });
+    const gapStart = new Date().getTime();
+    await new Promise((r) => setTimeout(r, 2500));
+    b.start();
+    const term = await b.whenElected({ timeoutMs: 10_000 });
+    const electedAt = new Date().getTime();
+    await pollValue(async () => (log.filter((r) => r.who === 'b' && r.end > 0).length >= 2 ? true : undefined), 10_000);
+    await Promise.all([a.close(), b.close()]);
+    const first = log.find((r) => r.who === 'b')!;
+    // The first run of b's term is the latest tick before its election, run at once.
+    expect(first.scheduledAt.getTime()).toBeGreaterThan(gapStart);
+    expect(first.scheduledAt.getTime()).toBeLessThanOrEqual(electedAt);
+    expect(electedAt - first.scheduledAt.getTime()).toBeLessThan(1000);
+    expect(first.fence).toBe(term.fence);
+    // Only that one: the gap's earlier ticks are not made up, and no tick runs twice.
+    const bTicks = log.filter((r) => r.who === 'b').map((r) => r.scheduledAt.getTime());
+    expect(bTicks.filter((t) => t <= electedAt)).toHaveLength(1);
+    const ticks = log.map((r) => r.scheduledAt.getTime());
+    expect(new Set(ticks).size).toBe(ticks.length);
+  });
+
   it('takes a time zone for the expression', async () => {
     const [m] = managers(1) as [LeadershipManager];
     const at: Date[] = [];
