@@ -71,7 +71,14 @@ interface Figures {
 const msSince = (t: bigint): number => Number(process.hrtime.bigint() - t) / 1e6;
 
 /** The first of `elected` to resolve, as the hrtime of its election (a participant that lost its session does not count). */
-const firstElected = (elected: Promise<bigint>[]): Promise<bigint> => Promise.any(elected);
+/** The first participant elected after the leader's crash; a bench must not hang, so at most 60 s. */
+const firstElected = (elected: Promise<bigint>[]): Promise<bigint> => {
+  let timer: NodeJS.Timeout | undefined;
+  const limit = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error('scale: no participant was elected within 60 s of the leader\'s crash')), 60_000);
+  });
+  return Promise.race([Promise.any(elected), limit]).finally(() => clearTimeout(timer));
+};
 
 /** Campaigns, counting the participants whose campaign failed (their session was lost under load). */
 function campaigns(candidates: { campaign(): Promise<unknown> }[], failed: { n: number }): Promise<bigint>[] {
