@@ -71,6 +71,15 @@ export class ChildLog {
   }
 }
 
+/** True while `pid` runs: it exists and is not a zombie (a killed orphan waits for init to reap it). */
+export function isRunning(pid: number): boolean {
+  try {
+    return !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
 /** Its exit, within `timeoutMs` (else an error carrying what it wrote on stderr). */
 export async function exitOf(t: Tenure, timeoutMs = 30_000): Promise<{ code: number; t: bigint }> {
   let timer: NodeJS.Timeout | undefined;
