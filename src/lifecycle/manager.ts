@@ -9,6 +9,7 @@ import { optionalBoolean, optionalNumber, optionalSignal, requireFunction, requi
 import { TermRun } from './term.js';
 import type { DemotionInfo, LeadershipEvents, LeadershipState, TermContext } from './types.js';
 
+/** Options of a {@link LeadershipManager}, validated at construction. */
 export interface LeadershipManagerOptions {
   /**
    * How long, after a term ends, to wait for `onElected` and the term's tracked work to settle
@@ -27,7 +28,9 @@ export interface LeadershipManagerOptions {
   logger?: Logger;
 }
 
+/** A hook run at the start of every term, with the term's context (signal, fence, term, track). */
 export type ElectedHook = (ctx: TermContext) => unknown;
+/** A hook run once per term, after the drain and the release of the lease. */
 export type DemotedHook = (info: DemotionInfo) => unknown;
 
 /**
@@ -42,6 +45,7 @@ export type DemotedHook = (info: DemotionInfo) => unknown;
  * backoff. Never two terms at once in one process.
  */
 export class LeadershipManager extends EventEmitter<LeadershipEvents> implements AsyncDisposable {
+  /** The candidate it campaigns with (any backend's). */
   readonly candidate: Candidate;
   readonly #drainMs: number;
   readonly #backoff: Backoff;
@@ -175,6 +179,7 @@ export class LeadershipManager extends EventEmitter<LeadershipEvents> implements
     return this.#closed;
   }
 
+  /** Same as `close()`, for `await using`. */
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
   }

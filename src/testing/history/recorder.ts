@@ -4,6 +4,7 @@ import type { Lease } from '../../core/lease.js';
 import { optionalNumber, requireFunction, requireOptions, requireString } from '../../core/validate.js';
 import type { HistoryOp } from './types.js';
 
+/** Options of a {@link HistoryRecorder}. */
 export interface HistoryRecorderOptions {
   /** Receives each entry as it is recorded (e.g. sends it to a parent process). @default kept in `ops` */
   sink?: (op: HistoryOp) => void;
@@ -36,6 +37,7 @@ const message = (e: unknown): string => (e instanceof Error ? `${e.name}: ${e.me
  * ```
  */
 export class HistoryRecorder {
+  /** The process name every entry carries. */
   readonly process: string;
   /** What was recorded, when no `sink` was given. */
   readonly ops: HistoryOp[] = [];
