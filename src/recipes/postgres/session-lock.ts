@@ -147,7 +147,17 @@ export class PgSessionLock implements AsyncDisposable {
       }
       const fence = row.fence;
       await this.#claim(BigInt(fence), row.pid);
-      s.startHeartbeat(sentAt);
+      let from = sentAt;
+      if (!tryOnly && this.#timing.ttlMs !== undefined) {
+        // A wait can outlast the TTL, and the server's idle timer starts only when the lock
+        // statement returns: start the local deadline from a fresh round trip on the pinned
+        // connection, or a lock granted after a long wait would be born past its deadline.
+        from = this.#timing.clock.now();
+        await queryWithin(s.query('SELECT 1'), this.#timing.callTimeoutMs, `postgres lock '${this.name}': acquire`, pgEndpoint(this.#pool), () => void s.close(true)).catch((e: unknown) => {
+          throw toTenureError(e, `postgres lock '${this.name}': acquire`, pgEndpoint(this.#pool));
+        });
+      }
+      s.startHeartbeat(from);
       const ctl = this.#lease(s, BigInt(fence));
       if (this.#closing.signal.aborted) await ctl.release();
       return ctl.lease;
