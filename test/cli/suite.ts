@@ -59,6 +59,8 @@ export function cliSuite(backend: 'etcd' | 'zk' | 'redis' | 'postgres', start: (
     it("two instances: one child at a time; SIGKILL of the leader's tenure starts the other's child within the TTL plus a bound, with a higher TENURE_FENCE; SIGTERM is forwarded", async () => {
       const name = setup();
       try {
+        const watcher = tenure(['leader', '--backend', backend, '--endpoints', store.endpoint(), '--name', name, '--watch', '--json']);
+        procs.push(watcher);
         const a = run(name, 'a');
         const first = await log.waitFor((e) => e.event === 'start');
         expect(first).toMatchObject({ id: 'a', name });
@@ -81,6 +83,15 @@ export function cliSuite(backend: 'etcd' | 'zk' | 'redis' | 'postgres', start: (
         expect(BigInt(second.fence)).toBeGreaterThan(BigInt(first.fence));
         expect(isRunning(first.pid), "the SIGKILLed tenure's child outlived it").toBe(false);
         expect(log.events().some((e) => e.overlap)).toBe(false);
+
+        // tenure leader --watch saw both terms (Postgres reads it every second), in order, with the fences the children got.
+        const seen = () => watcher.stdout().split('\n').filter(Boolean).map((l) => JSON.parse(l) as { id: string; fence: string } | null);
+        await pollValue(async () => (seen().some((l) => l?.id === 'b') ? true : undefined), 10_000);
+        const terms = seen().filter((l) => l !== null);
+        expect(terms[0]).toEqual({ id: 'a', fence: first.fence });
+        expect(terms.find((l) => l.id === 'b')).toEqual({ id: 'b', fence: second.fence });
+        watcher.proc.kill('SIGINT');
+        expect((await exitOf(watcher)).code, watcher.stderr()).toBe(0);
 
         b.proc.kill('SIGTERM');
         const { code } = await exitOf(b);
@@ -150,6 +161,44 @@ export function cliSuite(backend: 'etcd' | 'zk' | 'redis' | 'postgres', start: (
         await cleanup();
       }
     }, 60_000);
+
+    storeIndependent('--restart: a command that exits while still leading runs again, under the same fence', async () => {
+      const name = setup();
+      try {
+        const a = run(name, 'a', { extra: ['--restart'], env: { EXIT_AFTER_MS: '300', EXIT_CODE: '1' } });
+        const first = await log.waitFor((e) => e.event === 'start');
+        const third = await log.waitFor((e) => e.event === 'start', 3);
+        expect(third.fence).toBe(first.fence);
+        expect(a.stderr()).toMatch(/restarting in \d+ ms/);
+        a.proc.kill('SIGTERM');
+        expect([0, 1]).toContain((await exitOf(a)).code); // the last child's own status
+        expect(log.events().some((e) => e.overlap)).toBe(false);
+      } finally {
+        await cleanup();
+      }
+    }, 60_000);
+
+    it("tenure lock: a blackholed holder's command gets SIGTERM before the next holder's starts, and that tenure exits 75", async () => {
+      const name = setup();
+      const proxy = await new FaultProxy({ target: { port: store.port() } }).start();
+      try {
+        const a = run(name, 'a', { cmd: 'lock', endpoint: store.via(proxy.port) });
+        await log.waitFor((e) => e.event === 'start');
+        const b = run(name, 'b', { cmd: 'lock', extra: ['--timeout', '0'], env: { EXIT_AFTER_MS: '200' } });
+        await campaigning(b);
+        await new Promise((r) => setTimeout(r, 500));
+        proxy.blackhole();
+        const second = await log.waitFor((e) => e.event === 'start', 2);
+        const term = log.events().find((e) => e.event === 'term' && e.id === 'a');
+        expect(term, 'a command got no SIGTERM before the next one started').toBeDefined();
+        expect(term!.t).toBeLessThan(second.t);
+        expect((await exitOf(a)).code, a.stderr()).toBe(75);
+        expect((await exitOf(b)).code, b.stderr()).toBe(0);
+      } finally {
+        await cleanup();
+        await proxy.stop();
+      }
+    }, 90_000);
 
     it('tenure lock: waits, runs once with a rising TENURE_FENCE, releases; --timeout passes with 124', async () => {
       const name = setup();
