@@ -36,6 +36,12 @@ describe('tenure: bad usage', () => {
     expect(t.stdout()).toBe('');
   });
 
+  it('--backend and --endpoints from TENURE_BACKEND and TENURE_ENDPOINTS; a store that cannot be reached exits 69', async () => {
+    const t = tenure(['run', '--name', 'n', '--', 'true'], { TENURE_BACKEND: 'etcd', TENURE_ENDPOINTS: '127.0.0.1:1' });
+    expect((await exitOf(t)).code, t.stderr()).toBe(69);
+    expect(t.stderr()).toMatch(/^tenure run n: store unreachable: etcd at http:\/\/127\.0\.0\.1:1/m);
+  });
+
   it.each([['run'], ['lock'], ['leader'], ['']])('tenure %s --help: usage on stdout, exit 0', async (sub) => {
     const cmd = sub ? [sub] : [];
     const t = tenure([...cmd, '--help']);
