@@ -6,12 +6,14 @@ const backends = ['zk', 'etcd', 'redis', 'postgres'];
 /**
  * The layers, enforced (data flows down): core imports no backend, no lifecycle, no kit; a
  * backend imports only core (never another backend); lifecycle imports only core; an
- * integration imports only lifecycle and core (never a backend or another integration).
+ * integration imports only lifecycle and core (never a backend or another integration); the CLI
+ * is the one place that knows every backend, and nothing below it (nor the package root, nor the
+ * kit) imports it, so the library never loads commander.
  */
 const layer = (files, patterns) => ({
   files,
   rules: {
-    'no-restricted-imports': ['error', { patterns: patterns.map((group) => ({ group, message: 'Layering: core ← recipes/<backend>, core ← lifecycle; backends never import each other.' })) }],
+    'no-restricted-imports': ['error', { patterns: patterns.map((group) => ({ group, message: 'Layering: core ← recipes/<backend>, core ← lifecycle, everything ← cli; backends never import each other.' })) }],
   },
 });
 
@@ -58,4 +60,7 @@ export default tseslint.config(
   layer(['src/lifecycle/**/*.ts'], [['../recipes/**', '../testing/**', '../cli/**', '../integrations/**']]),
   // Integrations (tenure/inversify, tenure/metrics) sit on lifecycle and core; they know no backend.
   layer(['src/integrations/**/*.ts'], [['../../recipes/**', '../../testing/**', '../../cli/**', '../inversify/**', '../metrics/**']]),
+  layer(['src/cli/**/*.ts'], [['../testing/**', '../integrations/**']]),
+  layer(['src/index.ts'], [['./cli/**', './testing/**']]),
+  layer(['src/testing/**/*.ts'], [['../cli/**', '../../cli/**']]),
 );

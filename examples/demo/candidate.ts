@@ -1,63 +1,69 @@
 /**
- * One candidate of the demo, in its own process: campaigns for `demo/leader` on etcd and, while
- * it leads, sends a fenced write to the demo's resource every 250 ms (checking its lease right
- * before each). argv: name endpoint ttlSeconds. Parent messages: { cmd: 'slow-write' } (check the
- * lease, then take 400 ms before sending the write — the window a GC pause hits), { cmd: 'resign' }.
+ * One candidate of the demo, in its own process: a LeadershipManager on etcd or ZooKeeper whose
+ * `onElected` does real work while it leads — units of 250 ms of "computation" run with the
+ * term's signal (so demotion aborts the unit in flight), each followed by a write sent with the
+ * term's fence to the ledger the demo hosts (a fenced resource). When the term ends it drains
+ * (flushes for 150 ms) before the manager releases the lease, and then `onDemoted` fires.
+ *
+ * argv: backend (etcd|zk) endpoint name ttlMs. Parent messages: { cmd: 'slow-write' } (the next
+ * unit checks the lease, then takes 400 ms before its write — the window a GC pause hits),
+ * { cmd: 'resign' } (hand leadership over: resign with a cooldown).
  */
-import { performance } from 'node:perf_hooks';
-import { EtcdElection, EtcdSession, createEtcdClient, type Term } from '../../src/recipes/etcd/index.js';
-import { LeaseLostError } from '../../src/core/errors.js';
+import { LeadershipManager, TermEndedError, shutdownOnSignals, type Candidate } from '../../src/index.js';
+import { EtcdElection, EtcdSession } from '../../src/recipes/etcd/index.js';
+import { LeaderLatch, ZkSession } from '../../src/recipes/zk/index.js';
 import { onParentMessage, workerReport } from '../../src/testing/index.js';
 
-const [name, endpoint, ttlArg] = process.argv.slice(2) as [string, string, string];
-const ttlMs = Number(ttlArg) * 1000;
-const client = createEtcdClient({ hosts: [endpoint] });
-const offsetNs = process.hrtime.bigint() - BigInt(Math.round(performance.now() * 1e6));
-const toNs = (ms: number): string => String(offsetNs + BigInt(Math.round(ms * 1e6)));
+const [backend, endpoint, name, ttlArg] = process.argv.slice(2) as [string, string, string, string];
+const ttlMs = Number(ttlArg);
 
-let term: Term | undefined;
-let seq = 0;
-let resign: (() => void) | undefined;
-
-function write(t: Term): void {
-  workerReport('write', { name, fence: String(t.fence), seq: ++seq });
+async function candidate(): Promise<Candidate> {
+  if (backend === 'etcd') return new EtcdElection(await EtcdSession.create({ hosts: [endpoint], ttlMs }), 'demo/leader', { id: name });
+  return new LeaderLatch(await ZkSession.create({ connectionString: endpoint, ttlMs }), '/demo/leader', { id: name });
 }
 
+const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
+  new Promise((resolve, reject) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => (clearTimeout(timer), reject(signal.reason)), { once: true });
+  });
+
+let slowNext = false;
+const manager = new LeadershipManager(await candidate(), { drainTimeoutMs: 3000, backoff: { initialMs: 50, maxMs: 300 } });
 onParentMessage((m) => {
   const cmd = (m as { cmd?: string }).cmd;
-  if (cmd === 'resign') resign?.();
-  if (cmd === 'slow-write' && term) {
-    const t = term;
-    t.throwIfLost(); // the check passes …
-    workerReport('checked', { name, fence: String(t.fence) });
-    setTimeout(() => write(t), 400); // … and the write goes out later, without another check
-  }
+  if (cmd === 'slow-write') slowNext = true;
+  if (cmd === 'resign') void manager.resign({ cooldownMs: 3000 });
 });
 
-// One session and one election for the whole life of the process: after a loss or a resign the
-// same election campaigns again (the session grants itself a new lease when the last was lost).
-const session = await EtcdSession.create({ client, ttlMs });
-const election = new EtcdElection(session, 'demo/leader', { id: name });
-for (;;) {
+manager.onElected(async ({ signal, fence, term }) => {
+  workerReport('elected', { name, fence: String(fence) });
+  let unit = 0;
+  let inFlight = false;
   try {
-    term = await election.campaign();
-  } catch {
-    await new Promise((r) => setTimeout(r, 100));
-    continue;
+    while (!signal.aborted) {
+      unit++;
+      inFlight = true;
+      await sleep(250, signal); // a unit of work in flight: the term's signal aborts it
+      term.throwIfLost(); // the lease is still ours …
+      if (slowNext) {
+        slowNext = false;
+        workerReport('checked', { name, fence: String(fence), unit });
+        await sleep(400); // … but this write goes out later, without another check
+      }
+      workerReport('write', { name, fence: String(fence), unit });
+      inFlight = false;
+    }
+  } catch (e) {
+    if (!signal.aborted) throw e;
   }
-  const t = term;
-  workerReport('elected', { name, fence: String(t.fence) });
-  const ended = new Promise<void>((r) => t.signal.addEventListener('abort', () => r(), { once: true }));
-  void ended.then(() => {
-    const reason = t.signal.reason as LeaseLostError;
-    workerReport('lost', { name, fence: String(t.fence), reason: reason.reason, deadlineNs: toNs(session.deadline) });
-  });
-  const timer = setInterval(() => {
-    if (!t.lost) write(t);
-  }, 250);
-  const resigned = new Promise<void>((r) => (resign = r));
-  await Promise.race([ended, resigned]);
-  clearInterval(timer);
-  if (!t.signal.aborted) await t.resign().catch(() => undefined);
-  term = undefined;
-}
+  const why = signal.reason instanceof TermEndedError ? signal.reason : undefined;
+  workerReport('aborted', { name, fence: String(fence), unit: inFlight ? unit : 0, reason: why?.reason ?? 'ended', lostReason: why?.lostReason ?? '' });
+  await sleep(150); // the drain: flush what the term produced; the lease is released only after this
+  workerReport('drained', { name, fence: String(fence) });
+});
+manager.onDemoted(({ reason, lostReason, fence, drainedMs }) => void workerReport('demoted', { name, fence: String(fence), reason, lostReason: lostReason ?? '', drainedMs: Math.round(drainedMs) }));
+manager.on('error', () => undefined);
+shutdownOnSignals(manager);
+manager.start();
+workerReport('ready', { name });

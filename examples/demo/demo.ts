@@ -1,152 +1,80 @@
 /**
- * `npm run demo`: an etcd election with fencing, narrated. Starts a real etcd (tenure/testing),
- * three candidate processes writing with their fence to a fenced resource hosted here, then:
- * SIGKILL the leader (failover vs TTL), SIGSTOP the next one right after it checked its lease
- * (Kleppmann's scenario: its late write is rejected), a resign handoff, and a summary.
+ * `npm run demo`: tenure's framework, narrated. Starts a real etcd and a real ZooKeeper
+ * (tenure/testing), then on each: three candidate processes run a LeadershipManager whose
+ * onElected does fenced writes with the term's signal — the leader is SIGKILLed (failover against
+ * the lease TTL / session timeout), the next is frozen past its lease between a check and a write
+ * (Kleppmann's scenario: the fence rejects the write), the third resigns (signal, drain, release,
+ * onDemoted, hand-off). Then `tenure run` fails over a small script. Ends with a summary table and
+ * an SVG timeline, written to the file it names (argv[2], default ./demo-timeline.svg).
  */
-import { StaleFenceError } from '../../src/core/errors.js';
-import { InMemoryFencedResource } from '../../src/core/memory-resource.js';
-import { EtcdServer, spawnWorker, type WorkerEvent, type WorkerHandle } from '../../src/testing/index.js';
+import { writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { EtcdServer, ZooKeeperServer } from '../../src/testing/index.js';
+import { renderTimeline } from './chart.js';
+import { cliStory } from './cli-story.js';
+import { managerStory, type Say } from './story.js';
+import type { Section } from './timeline.js';
 
-const TTL = 2;
+const TTL_MS = 2000;
+const chartPath = resolve(process.argv[2] ?? 'demo-timeline.svg');
 const t0 = process.hrtime.bigint();
-const sec = (t: bigint): string => `${(Number(t - t0) / 1e9).toFixed(2).padStart(6)}s`;
-const msBetween = (a: bigint, b: bigint): number => Math.round(Number(b - a) / 1e6);
-const say = (text: string, t = process.hrtime.bigint()): void => console.log(`[${sec(t)}] ${text}`);
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const stamp = (t: bigint): string => `${(Number(t - t0) / 1e9).toFixed(2).padStart(6)}s`;
+const narrator = (tag: string): Say => (text, t = process.hrtime.bigint()) => console.log(`[${stamp(t)}] ${tag.padEnd(4)} ${text}`);
 
-type Ev = WorkerEvent<Record<string, string>>;
-const resource = new InMemoryFencedResource('ledger');
-const workers = new Map<string, WorkerHandle>();
-const terms: { name: string; fence: string; at: string }[] = [];
-const writes = { accepted: 0, rejected: 0, rejectedWrites: [] as { name: string; fence: string; highest: string }[] };
-const elected: Ev[] = [];
-let quiet = false;
-
-async function pump(name: string, w: WorkerHandle): Promise<void> {
-  for (let i = 0; ; i++) {
-    let e: Ev;
-    try {
-      e = (await w.waitFor(() => true, { from: i, timeoutMs: 3_600_000 })) as Ev;
-    } catch {
-      return; // exited
-    }
-    if (e.type === 'elected') {
-      elected.push(e);
-      terms.push({ name, fence: e.data.fence!, at: sec(e.t) });
-      say(`${name} is elected leader (fence ${e.data.fence})`, e.t);
-    } else if (e.type === 'lost') {
-      say(`${name}'s term ${e.data.fence} ended: signal aborted (${e.data.reason})`, e.t);
-    } else if (e.type === 'checked') {
-      say(`${name} checked its lease: still valid; its write is on the way …`, e.t);
-    } else if (e.type === 'write') {
-      const fence = BigInt(e.data.fence!);
-      await resource.write(fence, () => undefined).then(
-        () => {
-          writes.accepted++;
-          if (!quiet) say(`  write #${e.data.seq} from ${name} with fence ${fence}: accepted`, e.t);
-        },
-        (err: unknown) => {
-          writes.rejected++;
-          const highest = err instanceof StaleFenceError ? String(err.highest) : '?';
-          writes.rejectedWrites.push({ name, fence: String(fence), highest });
-          say(`  write #${e.data.seq} from ${name} with fence ${fence}: REJECTED (stale; the resource has seen fence ${highest})`, e.t);
-        },
-      );
+function table(sections: Section[]): string {
+  const rows: string[][] = [['', 'holder', 'fence', 'led (s)', 'ended', 'writes', 'rejected']];
+  for (const s of sections) {
+    for (const t of s.terms) {
+      const rejected = s.writes.filter((w) => w.rejected && w.name === t.name && w.fence === t.fence).length;
+      rows.push([s.backend, t.name, t.fence, `${(t.start / 1000).toFixed(2)} → ${((t.end ?? s.durationMs) / 1000).toFixed(2)}`, t.ended, s.backend === 'cli' ? '-' : String(t.writes), s.backend === 'cli' ? '-' : String(rejected)]);
     }
   }
-}
-
-async function nextElected(after: number, timeoutMs = 15_000): Promise<Ev> {
-  const end = performance.now() + timeoutMs;
-  while (elected.length <= after) {
-    if (performance.now() > end) throw new Error('demo: no leader elected in time');
-    await sleep(10);
-  }
-  return elected[after]!;
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  const line = (r: string[]): string => `  ${r.map((c, i) => c.padEnd(widths[i]!)).join('  ')}`;
+  const gaps = sections.flatMap((s) => s.gaps.map((g) => `  ${s.backend.padEnd(5)} ${g.cause.padEnd(8)} → ${g.name.padEnd(6)} ${String(Math.round(g.to - g.from)).padStart(5)} ms${g.cause === 'resign' ? '   (no TTL to wait for)' : `   ${((g.to - g.from) / s.ttlMs).toFixed(2)} × TTL (${s.ttlMs} ms)`}`));
+  return [line(rows[0]!), line(widths.map((w) => '-'.repeat(w))), ...rows.slice(1).map(line), '', '  failover: from the fault to the next leader', ...gaps].join('\n');
 }
 
 async function main(): Promise<Record<string, unknown>> {
-  console.log(`tenure demo: leader election on etcd with fencing tokens (lease TTL ${TTL} s)\n`);
-  const etcd = await new EtcdServer().start();
+  console.log(`tenure demo: the lifecycle manager and the CLI on real etcd and ZooKeeper (TTL ${TTL_MS} ms)\n`);
+  const [etcd, zk] = await Promise.all([new EtcdServer().start(), new ZooKeeperServer().start()]);
+  const pids: number[] = [];
+  const sections: Section[] = [];
   try {
-    say(`etcd is up on ${etcd.endpoint}`);
-    const file = new URL('./candidate.ts', import.meta.url).pathname;
-    for (const name of ['alice', 'bob', 'carol']) {
-      const w = await spawnWorker(file, [name, etcd.endpoint, String(TTL)]);
-      workers.set(name, w);
-      void pump(name, w);
-      say(`started candidate ${name} (pid ${w.pid})`);
-      if (name === 'alice') await nextElected(0);
-      else await sleep(300); // queue in this order
-    }
+    narrator('')(`etcd is up on ${etcd.endpoint}, ZooKeeper on ${zk.connectionString}`);
+    console.log(`\n■ etcd: three candidates, each running a LeadershipManager (lease TTL ${TTL_MS} ms)`);
+    const e = await managerStory('etcd', etcd.endpoint, TTL_MS, narrator('etcd'));
+    sections.push(e.section);
+    pids.push(...e.pids);
+    console.log(`\n■ ZooKeeper: the same code on a LeaderLatch — a session that expires instead of a lease (timeout ${TTL_MS} ms)`);
+    const z = await managerStory('zk', zk.connectionString, TTL_MS, narrator('zk'));
+    sections.push(z.section);
+    pids.push(...z.pids);
+    console.log(`\n■ tenure run: a shell-level job that runs only while its tenure leads`);
+    const c = await cliStory(etcd.endpoint, TTL_MS, narrator('cli'));
+    sections.push(c.section);
+    pids.push(...c.pids);
 
-    console.log('\n1. The leader crashes (SIGKILL): its lease must run out before anyone else leads.');
-    await sleep(700);
-    quiet = true;
-    const leader1 = elected[0]!;
-    const tKill = process.hrtime.bigint();
-    await workers.get('alice')!.kill();
-    say('SIGKILL alice');
-    const second = await nextElected(1);
-    const failoverMs = msBetween(tKill, second.t);
-    say(`failover took ${failoverMs} ms (TTL ${TTL * 1000} ms): ${second.data.name} leads with fence ${second.data.fence} > ${leader1.data.fence}`);
-
-    console.log(`\n2. Kleppmann's scenario: ${second.data.name} checks its lease, then pauses (SIGSTOP) past the TTL.`);
-    quiet = false;
-    await sleep(600);
-    const paused = workers.get(second.data.name!)!;
-    paused.send({ cmd: 'slow-write' });
-    await sleep(100);
-    const tStop = paused.pause();
-    say(`SIGSTOP ${second.data.name} (a stop-the-world pause right after its check)`, tStop);
-    quiet = true;
-    const third = await nextElected(2);
-    say(`${third.data.name} is elected while ${second.data.name} is frozen (after ${msBetween(tStop, third.t)} ms)`, third.t);
-    await sleep(TTL * 1000);
-    quiet = false;
-    const tCont = paused.resume();
-    say(`SIGCONT ${second.data.name}: it wakes up still holding its old fence ${second.data.fence}`, tCont);
-    const lost = await paused.waitFor<Record<string, string>>((e) => e.type === 'lost' && e.data.fence === second.data.fence, { timeoutMs: 10_000 });
-    const before = writes.rejected;
-    for (let i = 0; i < 200 && writes.rejected === before; i++) await sleep(10);
-    const deadlineLeadMs = msBetween(BigInt(lost.data.deadlineNs!), third.t);
-    say(`${second.data.name}'s local lease deadline had passed ${deadlineLeadMs} ms before ${third.data.name} was elected; fencing stopped the write the pause let through`);
-
-    console.log(`\n3. A clean handoff: ${third.data.name} resigns.`);
-    await sleep(500);
-    quiet = true;
-    const tResign = process.hrtime.bigint();
-    workers.get(third.data.name!)!.send({ cmd: 'resign' });
-    say(`${third.data.name} resigns`);
-    const fourth = await nextElected(3);
-    const handoffMs = msBetween(tResign, fourth.t);
-    say(`${fourth.data.name} took over in ${handoffMs} ms`, fourth.t);
-    await sleep(400);
-
-    const fences = terms.map((t) => BigInt(t.fence));
-    const summary = {
-      ttlSeconds: TTL,
-      terms,
-      fencesIncreasing: fences.every((f, i) => i === 0 || f > fences[i - 1]!),
-      failoverMs,
-      pausedDeadlineBeforeNextElectedMs: deadlineLeadMs,
-      handoffMs,
-      writesAccepted: writes.accepted,
-      writesRejected: writes.rejected,
-      rejected: writes.rejectedWrites,
-      highestFence: String(await resource.highestFence()),
-      pids: [...workers.values()].map((w) => w.pid),
-      etcdPid: etcd.pid,
+    console.log(`\nSummary\n${table(sections)}`);
+    writeFileSync(chartPath, renderTimeline(sections));
+    console.log(`\nTimeline chart written to ${chartPath}`);
+    return {
+      ttlMs: TTL_MS,
+      sections: sections.map((s) => ({
+        backend: s.backend,
+        terms: s.terms,
+        gaps: s.gaps.map((g) => ({ cause: g.cause, name: g.name, ms: Math.round(g.to - g.from) })),
+        writesAccepted: s.writes.filter((w) => !w.rejected).length,
+        rejected: s.writes.filter((w) => w.rejected),
+      })),
+      cliExitCode: c.exitCode,
+      chart: chartPath,
+      pids,
+      serverPids: [etcd.pid, zk.pid],
+      elapsedMs: Math.round(Number(process.hrtime.bigint() - t0) / 1e6),
     };
-    console.log('\nSummary');
-    console.log(`  terms:     ${terms.map((t) => `${t.name}@${t.fence}`).join(' → ')}`);
-    console.log(`  failover after SIGKILL: ${failoverMs} ms (TTL ${TTL * 1000} ms); resign handoff: ${handoffMs} ms`);
-    console.log(`  writes:    ${writes.accepted} accepted, ${writes.rejected} rejected (${writes.rejectedWrites.map((r) => `${r.name} with fence ${r.fence} < ${r.highest}`).join(', ')})`);
-    return summary;
   } finally {
-    await Promise.all([...workers.values()].map((w) => w.stop(1000)));
-    await etcd.stop();
+    await Promise.all([etcd.stop(), zk.stop()]);
   }
 }
 

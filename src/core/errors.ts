@@ -81,6 +81,7 @@ export type LeaseLostReason =
 
 /** The lease ended (or may have ended) while its holder held it. */
 export class LeaseLostError extends TenureError {
+  /** Why it ended: `deadline`, `expired`, `suspended`, `session-lost`, `renew-failed`, `connection-lost`, `released` or `closed`. */
   readonly reason: LeaseLostReason;
   /** The fence of the lease that was lost, when known. */
   readonly fence: bigint | undefined;
@@ -128,6 +129,7 @@ export class SessionExpiredError extends TenureError {
 
 /** An acquire or campaign did not succeed within its `timeoutMs`. */
 export class AcquireTimeoutError extends TenureError {
+  /** The `timeoutMs` the wait was given. */
   readonly timeoutMs: number;
 
   constructor(timeoutMs: number, what = 'acquire') {
@@ -187,6 +189,7 @@ export class StoreUnavailableError extends TenureError {
 
 /** The store refused the operation for lack of privileges (auth failed, ACL, role). Not retried. */
 export class PermissionDeniedError extends TenureError {
+  /** `etcd`, `zookeeper`, `redis` or `postgres`. */
   readonly store: string;
 
   constructor(store: string, message: string, options: TenureErrorOptions = {}) {
@@ -197,6 +200,7 @@ export class PermissionDeniedError extends TenureError {
 
 /** A value or request is over the store's size limit. Never retried: it can never succeed. */
 export class RequestTooLargeError extends TenureError {
+  /** `etcd`, `zookeeper`, `redis` or `postgres`. */
   readonly store: string;
 
   constructor(store: string, message: string, options: TenureErrorOptions = {}) {
@@ -225,8 +229,11 @@ export type TermEndReason = 'lost' | 'resigned' | 'closed' | 'hook-error' | 'hoo
  * closed, a hook threw (`cause` is its error), or the hooks returned (`releaseOnReturn`).
  */
 export class TermEndedError extends TenureError {
+  /** Why the term ended: `lost`, `resigned`, `closed`, `hook-error` or `hook-returned`. */
   readonly reason: TermEndReason;
+  /** For `reason: 'lost'`, why the lease ended. */
   readonly lostReason: LeaseLostReason | undefined;
+  /** The ended term's fence. */
   readonly fence: bigint;
 
   constructor(reason: TermEndReason, fence: bigint, options: TenureErrorOptions & { lostReason?: LeaseLostReason } = {}) {
@@ -249,6 +256,7 @@ export class NoTermError extends TenureError {
 
 /** A test server did not become ready. The message carries the tail of its log. */
 export class ServerStartError extends TenureError {
+  /** The tail of the server's log. */
   readonly log: string;
 
   constructor(message: string, log: string, options: TenureErrorOptions = {}) {

@@ -97,6 +97,7 @@ export class LeaseCandidate implements Candidate {
     await this.#init.close?.();
   }
 
+  /** Same as `close()`, for `await using`. */
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
   }

@@ -5,7 +5,9 @@ import { requireFence, type FencedResource } from './fencing.js';
 
 /** One write the resource accepted or refused, for tests and demos. */
 export interface FenceDecision {
+  /** The fence the write carried. */
   fence: bigint;
+  /** Whether the resource accepted it. */
   accepted: boolean;
   /** The highest fence at the moment of the decision (after it, when accepted). */
   highest: bigint;

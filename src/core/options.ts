@@ -25,10 +25,15 @@ type LogFn = {
  * one), or any logger with the same shape, fits. Recipes log state edges at info, retries at debug.
  */
 export interface Logger {
+  /** Retries and other detail. */
   debug: LogFn;
+  /** State edges (elected, lost, connected). */
   info: LogFn;
+  /** Trouble tenure recovers from. */
   warn: LogFn;
+  /** Trouble it does not. */
   error: LogFn;
+  /** A logger that adds `bindings` to every line (one per recipe, with its name and id). */
   child(bindings: Record<string, unknown>): Logger;
 }
 

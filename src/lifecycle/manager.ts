@@ -10,6 +10,7 @@ import { cronPlan, intervalPlan, LeaderSchedule, type CronScheduleOptions, type 
 import { TermRun } from './term.js';
 import type { DemotionInfo, LeadershipEvents, LeadershipState, TermContext } from './types.js';
 
+/** Options of a {@link LeadershipManager}, validated at construction. */
 export interface LeadershipManagerOptions {
   /**
    * How long, after a term ends, to wait for `onElected` and the term's tracked work to settle
@@ -28,7 +29,9 @@ export interface LeadershipManagerOptions {
   logger?: Logger;
 }
 
+/** A hook run at the start of every term, with the term's context (signal, fence, term, track). */
 export type ElectedHook = (ctx: TermContext) => unknown;
+/** A hook run once per term, after the drain and the release of the lease. */
 export type DemotedHook = (info: DemotionInfo) => unknown;
 
 /**
@@ -43,6 +46,7 @@ export type DemotedHook = (info: DemotionInfo) => unknown;
  * backoff. Never two terms at once in one process.
  */
 export class LeadershipManager extends EventEmitter<LeadershipEvents> implements AsyncDisposable {
+  /** The candidate it campaigns with (any backend's). */
   readonly candidate: Candidate;
   readonly #drainMs: number;
   readonly #backoff: Backoff;
@@ -189,6 +193,7 @@ export class LeadershipManager extends EventEmitter<LeadershipEvents> implements
     return this.#closed;
   }
 
+  /** Same as `close()`, for `await using`. */
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
   }

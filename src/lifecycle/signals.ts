@@ -3,6 +3,7 @@ import { ConfigError } from '../core/errors.js';
 import { requireFunction, requireOptions } from '../core/validate.js';
 import type { LeadershipManager } from './manager.js';
 
+/** Options of {@link shutdownOnSignals}. */
 export interface ShutdownOptions {
   /** @default ['SIGTERM', 'SIGINT'] */
   signals?: NodeJS.Signals[];

@@ -29,6 +29,7 @@ export interface TermContext {
 
 /** What `onDemoted` hears, once per term, after the drain. */
 export interface DemotionInfo {
+  /** Why the term ended (`lost`, `resigned`, `closed`, `hook-error`, `hook-returned`). */
   readonly reason: DemotionReason;
   /** For `reason: 'lost'`, why the lease ended (`deadline`, `expired`, `suspended`, …). */
   readonly lostReason: LeaseLostReason | undefined;

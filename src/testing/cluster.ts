@@ -6,6 +6,7 @@ import { PORT_CLASH, type FaultTarget, type LocalServer, type RestartOptions } f
 
 /** Base of the 3-member cluster handles. */
 export abstract class LocalCluster<M extends LocalServer> implements FaultTarget, AsyncDisposable {
+  /** The members, in order. */
   abstract readonly members: readonly M[];
   #stopped = false;
   #wired = false;
@@ -82,6 +83,7 @@ export abstract class LocalCluster<M extends LocalServer> implements FaultTarget
     await this.startMembers();
   }
 
+  /** Stops every member for good and removes their data. Idempotent. */
   async stop(): Promise<void> {
     if (this.#stopped) return;
     this.#stopped = true;
@@ -93,6 +95,7 @@ export abstract class LocalCluster<M extends LocalServer> implements FaultTarget
     removeDir(this.root);
   }
 
+  /** Same as `stop()`, for `await using`. */
   [Symbol.asyncDispose](): Promise<void> {
     return this.stop();
   }

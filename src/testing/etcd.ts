@@ -14,6 +14,7 @@ import { LocalCluster } from './cluster.js';
 
 const run = promisify(execFile);
 
+/** Options of an {@link EtcdServer}. */
 export interface EtcdServerOptions {
   /** Raft heartbeat in ms. @default 50 */
   heartbeatMs?: number;
@@ -50,6 +51,7 @@ interface EtcdStatus {
  */
 export class EtcdServer extends LocalServer {
   readonly name: string;
+  /** Always `127.0.0.1`. */
   readonly host = '127.0.0.1';
   readonly #opts: Required<Omit<EtcdServerOptions, 'dataBase' | 'tls'>> & { dataBase: string | undefined };
   readonly #tls: TestCertificates | undefined;
@@ -82,11 +84,13 @@ export class EtcdServer extends LocalServer {
     this.#cluster = { members, token };
   }
 
+  /** The client port (after `start()`). */
   get clientPort(): number {
     if (!this.#self) throw new StateError(`${this.name}: not started`);
     return this.#self.clientPort;
   }
 
+  /** The raft peer port (after `start()`). */
   get peerPort(): number {
     if (!this.#self) throw new StateError(`${this.name}: not started`);
     return this.#self.peerPort;
@@ -98,7 +102,14 @@ export class EtcdServer extends LocalServer {
   }
 
   /** The etcd3 client's `credentials` (CA, client key and certificate) when serving TLS. */
-  get credentials(): { rootCertificate: Buffer; privateKey: Buffer; certChain: Buffer } | undefined {
+  get credentials(): {
+    /** The test CA. */
+    rootCertificate: Buffer;
+    /** The client key. */
+    privateKey: Buffer;
+    /** The client certificate. */
+    certChain: Buffer;
+  } | undefined {
     const t = this.#tls;
     return t && { rootCertificate: Buffer.from(t.ca), privateKey: Buffer.from(t.clientKey), certChain: Buffer.from(t.clientCert) };
   }
@@ -148,6 +159,7 @@ export class EtcdServer extends LocalServer {
     return [this.endpoint];
   }
 
+  /** Same as `endpoint`. */
   get connectionString(): string {
     return this.endpoint;
   }
@@ -207,6 +219,7 @@ export class EtcdServer extends LocalServer {
   }
 }
 
+/** Options of an {@link EtcdCluster}: each member's, and the size. */
 export interface EtcdClusterOptions extends EtcdServerOptions {
   /** Number of members. @default 3 */
   size?: number;
@@ -214,6 +227,7 @@ export interface EtcdClusterOptions extends EtcdServerOptions {
 
 /** A real etcd cluster (3 members by default) on loopback ports. */
 export class EtcdCluster extends LocalCluster<EtcdServer> {
+  /** The members, in order. */
   readonly members: readonly EtcdServer[];
 
   constructor(options?: EtcdClusterOptions) {

@@ -2,9 +2,15 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
 import { ClosedError } from '../core/errors.js';
 import { requireNumber, requireOptions, optionalNumber } from '../core/validate.js';
 
+/** Options of a {@link FaultProxy}. */
 export interface FaultProxyOptions {
   /** The server to forward to. */
-  target: { host?: string; port: number };
+  target: {
+    /** @default 127.0.0.1 */
+    host?: string;
+    /** The server's port. */
+    port: number;
+  };
   /** Port to listen on. @default a free loopback port */
   port?: number;
 }
@@ -123,9 +129,18 @@ class Link {
  * - `heal()` returns to plain forwarding.
  */
 export class FaultProxy implements AsyncDisposable {
-  readonly target: { host: string; port: number };
+  /** The server it forwards to. */
+  readonly target: {
+    /** The server's host. */
+    host: string;
+    /** The server's port. */
+    port: number;
+  };
+  /** Where it listens: always `127.0.0.1`. */
   readonly host = '127.0.0.1';
+  /** `pass` (forwarding) or `blackhole` (holding everything). */
   mode: Mode = 'pass';
+  /** Delay added to every chunk forwarded, in ms (`delay()`). */
   delayMs = 0;
   #server: Server | undefined;
   #port: number;
@@ -162,6 +177,7 @@ export class FaultProxy implements AsyncDisposable {
     return this;
   }
 
+  /** The port it listens on (after `start()`). */
   get port(): number {
     return this.#port;
   }
@@ -217,6 +233,7 @@ export class FaultProxy implements AsyncDisposable {
     if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
   }
 
+  /** Same as `stop()`, for `await using`. */
   [Symbol.asyncDispose](): Promise<void> {
     return this.stop();
   }

@@ -11,6 +11,7 @@ import { LocalServer } from './server.js';
 
 const run = promisify(execFile);
 
+/** Options of a {@link PgBouncerServer}. */
 export interface PgBouncerServerOptions {
   /** The kit's Postgres to pool (started). */
   postgres: PostgresServer;
@@ -36,8 +37,11 @@ export interface PgBouncerServerOptions {
  */
 export class PgBouncerServer extends LocalServer {
   readonly name = 'pgbouncer';
+  /** Always `127.0.0.1`. */
   readonly host = '127.0.0.1';
+  /** PgBouncer's `pool_mode`. */
   readonly poolMode: 'transaction' | 'session' | 'statement';
+  /** PgBouncer's `default_pool_size`: server connections per user and database. */
   readonly poolSize: number;
   readonly #postgres: PostgresServer;
   readonly #users: Record<string, string>;
@@ -65,13 +69,25 @@ export class PgBouncerServer extends LocalServer {
     this.readyTimeoutMs = 10_000;
   }
 
+  /** The port it listens on (after `start()`). */
   get port(): number {
     if (this.#port === undefined) throw new ServerStartError('pgbouncer: not started', '');
     return this.#port;
   }
 
   /** Options for `new pg.Pool(...)` through PgBouncer, as `postgres` (or another of `users`). */
-  connectionConfig(user = 'postgres'): { host: string; port: number; user: string; database: string; password?: string } {
+  connectionConfig(user = 'postgres'): {
+    /** Always `127.0.0.1`. */
+    host: string;
+    /** PgBouncer's port. */
+    port: number;
+    /** The user. */
+    user: string;
+    /** `postgres`. */
+    database: string;
+    /** The user's password, when it has one. */
+    password?: string;
+  } {
     const password = this.#users[user];
     return { host: this.host, port: this.port, user, database: 'postgres', ...(password ? { password } : {}) };
   }

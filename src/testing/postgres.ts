@@ -11,6 +11,7 @@ import { LocalServer } from './server.js';
 
 const run = promisify(execFile);
 
+/** Options of a {@link PostgresServer}. */
 export interface PostgresServerOptions {
   /** Port to listen on. @default a free loopback port */
   port?: number;
@@ -85,6 +86,7 @@ function template(binDir: string, owner: { uid: number; gid: number } | undefine
  */
 export class PostgresServer extends LocalServer {
   readonly name = 'postgres';
+  /** Always `127.0.0.1`. */
   readonly host = '127.0.0.1';
   #port: number | undefined;
   readonly #fixedPort: boolean;
@@ -111,6 +113,7 @@ export class PostgresServer extends LocalServer {
     this.readyTimeoutMs = 30_000;
   }
 
+  /** The port it listens on (after `start()`). */
   get port(): number {
     if (this.#port === undefined) throw new StateError('postgres: not started');
     return this.#port;
@@ -122,7 +125,16 @@ export class PostgresServer extends LocalServer {
   }
 
   /** Options for `new pg.Pool(...)`. */
-  get connectionConfig(): { host: string; port: number; user: string; database: string } {
+  get connectionConfig(): {
+    /** Always `127.0.0.1`. */
+    host: string;
+    /** The listening port. */
+    port: number;
+    /** The superuser, `postgres`. */
+    user: string;
+    /** `postgres`. */
+    database: string;
+  } {
     return { host: this.host, port: this.port, user: 'postgres', database: 'postgres' };
   }
 

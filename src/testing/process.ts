@@ -7,7 +7,9 @@ import { signalGroup, trackDir, trackProcess, untrackProcess } from './registry.
 
 /** How a child process ended. */
 export interface ExitInfo {
+  /** The exit code, when it exited by itself. */
   code: number | null;
+  /** The signal that killed it, when one did. */
   signal: NodeJS.Signals | null;
 }
 

@@ -13,6 +13,7 @@ import { RedisServer, type RedisServerOptions } from './redis.js';
 
 const run = promisify(execFile);
 
+/** Options of a {@link RedisCluster}: each member's, and the size. */
 export interface RedisClusterOptions extends Omit<RedisServerOptions, 'port' | 'replicaOf'> {
   /** Number of primaries (no replicas). @default 3 */
   size?: number;
@@ -23,6 +24,7 @@ export interface RedisClusterOptions extends Omit<RedisServerOptions, 'port' | '
  * between them by `redis-cli --cluster create`. Ready once every node reports `cluster_state:ok`.
  */
 export class RedisCluster extends LocalCluster<RedisServer> {
+  /** The members (primaries), in order. */
   readonly members: readonly RedisServer[];
   #created = false;
 
@@ -45,7 +47,12 @@ export class RedisCluster extends LocalCluster<RedisServer> {
   }
 
   /** `[{ host, port }, …]`, the startup nodes ioredis' `Cluster` takes. */
-  get nodes(): { host: string; port: number }[] {
+  get nodes(): {
+    /** Always `127.0.0.1`. */
+    host: string;
+    /** The listening port. */
+    port: number;
+  }[] {
     return this.members.map((m) => m.endpoint);
   }
 

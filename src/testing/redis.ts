@@ -10,6 +10,7 @@ import { monotonicClock } from '../core/clock.js';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
+/** Options of a {@link RedisServer}. */
 export interface RedisServerOptions {
   /** Port to listen on (the TLS port when `tls` is given). @default a free loopback port */
   port?: number;
@@ -31,7 +32,12 @@ export interface RedisServerOptions {
   /** Password of the default user (full rights). @default 'tenure-admin' when aclUsers are given, else none */
   adminPassword?: string;
   /** Start as a replica of this server (`--replicaof`). */
-  replicaOf?: { host?: string; port: number };
+  replicaOf?: {
+    /** @default 127.0.0.1 */
+    host?: string;
+    /** The primary's port. */
+    port: number;
+  };
 }
 
 /** The RESP encoding of one command. */
@@ -69,6 +75,7 @@ function hasReplies(r: string, n: number): boolean {
  */
 export class RedisServer extends LocalServer {
   readonly name: string;
+  /** Always `127.0.0.1`. */
   readonly host = '127.0.0.1';
   #port: number | undefined;
   #busPort: number | undefined;
@@ -110,6 +117,7 @@ export class RedisServer extends LocalServer {
     this.#busPort = busPort;
   }
 
+  /** The port it listens on (after `start()`). */
   get port(): number {
     if (this.#port === undefined) throw new StateError('redis: not started');
     return this.#port;
@@ -121,12 +129,26 @@ export class RedisServer extends LocalServer {
   }
 
   /** `{ host, port }` for ioredis. */
-  get endpoint(): { host: string; port: number } {
+  get endpoint(): {
+    /** Always `127.0.0.1`. */
+    host: string;
+    /** The listening port. */
+    port: number;
+  } {
     return { host: this.host, port: this.port };
   }
 
   /** ioredis `tls` options that trust this server (with the client certificate), when it serves TLS. */
-  get tlsOptions(): { ca: string; cert: string; key: string; servername: string } | undefined {
+  get tlsOptions(): {
+    /** The test CA (PEM). */
+    ca: string;
+    /** The client certificate (PEM). */
+    cert: string;
+    /** Its key (PEM). */
+    key: string;
+    /** The name the server certificate is for. */
+    servername: string;
+  } | undefined {
     const t = this.#tls;
     return t && { ca: t.ca, cert: t.clientCert, key: t.clientKey, servername: 'localhost' };
   }

@@ -203,7 +203,14 @@ export function removeDir(path: string): void {
 
 /** What {@link reapOrphans} found and ended. */
 export interface ReapReport {
-  killed: { pid: number; command: string }[];
+  /** The processes it killed. */
+  killed: {
+    /** Its pid. */
+    pid: number;
+    /** Its command line. */
+    command: string;
+  }[];
+  /** The temp dirs it removed. */
   removedDirs: string[];
 }
 

@@ -219,6 +219,7 @@ export abstract class LocalServer implements FaultTarget, AsyncDisposable {
     if (this.#dir && this.#ownsDir) removeDir(this.#dir);
   }
 
+  /** Same as `stop()`, for `await using`. */
   [Symbol.asyncDispose](): Promise<void> {
     return this.stop();
   }

@@ -15,15 +15,21 @@ export interface TestCertificates {
   readonly caFile: string;
   /** Server certificate for `127.0.0.1` and `localhost`, and its key. */
   readonly certFile: string;
+  /** The server certificate's key. */
   readonly keyFile: string;
   /** A client certificate (CN `tenure-client`) signed by the same CA, and its key. */
   readonly clientCertFile: string;
+  /** The client certificate's key. */
   readonly clientKeyFile: string;
   /** PEM text of the files above (what Node's `tls` options take). */
   readonly ca: string;
+  /** The server certificate (PEM). */
   readonly cert: string;
+  /** The server key (PEM). */
   readonly key: string;
+  /** The client certificate (PEM). */
   readonly clientCert: string;
+  /** The client key (PEM). */
   readonly clientKey: string;
 }
 

@@ -10,10 +10,13 @@ import type { ExitInfo } from './process.js';
  * CLOCK_MONOTONIC on Linux, so stamps from different processes on one machine are comparable.
  */
 export interface WorkerEvent<D = Record<string, unknown>> {
+  /** What the worker reported (the first argument of `workerReport`). */
   type: string;
   /** Nanoseconds on the system-wide monotonic clock, taken in the worker when it reported. */
   t: bigint;
+  /** The worker's pid. */
   pid: number;
+  /** What it reported with it. */
   data: D;
 }
 
@@ -33,6 +36,7 @@ export function onParentMessage(fn: (msg: unknown) => void): () => void {
   return () => process.off('message', listener);
 }
 
+/** Options of {@link spawnWorker}. */
 export interface SpawnWorkerOptions {
   /** Extra environment variables. */
   env?: NodeJS.ProcessEnv;
@@ -45,8 +49,11 @@ export interface SpawnWorkerOptions {
  * `.ts` files run through tsx.
  */
 export class WorkerHandle implements AsyncDisposable {
+  /** The worker's pid (its process group's id too). */
   readonly pid: number;
+  /** Every event it reported so far, in arrival order. */
   readonly events: WorkerEvent[] = [];
+  /** Resolves when it has exited. */
   readonly exited: Promise<ExitInfo>;
   #child: ChildProcess;
   #exit: ExitInfo | undefined;
@@ -80,6 +87,7 @@ export class WorkerHandle implements AsyncDisposable {
     if (this.pid > 0) trackProcess(this.pid, `node worker ${child.spawnargs.join(' ')}`.slice(0, 400));
   }
 
+  /** True until it has exited. */
   get running(): boolean {
     return this.#exit === undefined;
   }
@@ -165,6 +173,7 @@ export class WorkerHandle implements AsyncDisposable {
     }
   }
 
+  /** Same as `stop(1000)`, for `await using`. */
   [Symbol.asyncDispose](): Promise<void> {
     return this.stop(1000).then(() => undefined);
   }

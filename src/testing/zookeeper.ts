@@ -8,6 +8,7 @@ import { makeTempDir, type SpawnSpec } from './process.js';
 import { LocalServer } from './server.js';
 import { LocalCluster } from './cluster.js';
 
+/** Options of a {@link ZooKeeperServer}. */
 export interface ZooKeeperServerOptions {
   /** ZooKeeper's tick in ms; sessions may be as short as 2 ticks. @default 200 */
   tickTime?: number;
@@ -56,6 +57,7 @@ export function fourLetterWord(port: number, word: string, timeoutMs = 1000): Pr
  */
 export class ZooKeeperServer extends LocalServer {
   readonly name: string;
+  /** Always `127.0.0.1`. */
   readonly host = '127.0.0.1';
   #port: number | undefined;
   readonly #opts: Required<ZooKeeperServerOptions>;
@@ -93,6 +95,7 @@ export class ZooKeeperServer extends LocalServer {
     this.#port = port;
   }
 
+  /** The client port (after `start()`). */
   get port(): number {
     if (this.#port === undefined) throw new StateError(`${this.name}: not started`);
     return this.#port;
@@ -160,6 +163,7 @@ export class ZooKeeperServer extends LocalServer {
   }
 }
 
+/** Options of a {@link ZooKeeperEnsemble}: each member's, and the size. */
 export interface ZooKeeperEnsembleOptions extends ZooKeeperServerOptions {
   /** Number of members. @default 3 */
   size?: number;
@@ -167,6 +171,7 @@ export interface ZooKeeperEnsembleOptions extends ZooKeeperServerOptions {
 
 /** A real ZooKeeper ensemble (3 members by default) on loopback ports. */
 export class ZooKeeperEnsemble extends LocalCluster<ZooKeeperServer> {
+  /** The members, in order. */
   readonly members: readonly ZooKeeperServer[];
 
   constructor(options?: ZooKeeperEnsembleOptions) {

@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
  */
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const peers = ['etcd3', 'ioredis', 'pg', 'node-zookeeper-client', 'prom-client', 'inversify', '@inversifyjs', 'reflect-metadata'];
-const runtime = ['eventemitter3', 'pino', 'cockatiel', 'croner'];
+const runtime = ['eventemitter3', 'pino', 'cockatiel', 'croner', 'commander'];
 const types = ['@types/node', '@types/pg', '@types/node-zookeeper-client'];
 let work: string;
 let pkg: string;
@@ -24,6 +24,13 @@ function link(project: string, names: string[]): void {
     mkdirSync(dirname(target), { recursive: true });
     symlinkSync(join(root, 'node_modules', n), target, 'dir');
   }
+}
+
+/** Links the package's bins into node_modules/.bin, as `npm install` does. */
+function linkBins(project: string): void {
+  const manifest = JSON.parse(readFileSync(join(project, 'node_modules/tenure/package.json'), 'utf8')) as { bin: Record<string, string> };
+  mkdirSync(join(project, 'node_modules/.bin'), { recursive: true });
+  for (const [name, file] of Object.entries(manifest.bin)) symlinkSync(join('..', 'tenure', file), join(project, 'node_modules/.bin', name));
 }
 
 /** A consumer project with tenure unpacked and `deps` linked. */
@@ -120,4 +127,22 @@ console.log(JSON.stringify(out));`;
       expect.stringMatching(/^tenure\/inversify PEER_MISSING inversify .*npm install inversify/),
     ]);
   });
+
+  it('npx tenure runs the CLI from the built package: --help, a bad flag exits 2, a backend without its client names the package', () => {
+    const dir = project('bin', runtime);
+    linkBins(dir);
+    const npx = (...args: string[]) => spawnSync('npx', ['--no-install', 'tenure', ...args], { cwd: dir, encoding: 'utf8', env: { ...process.env, TENURE_BACKEND: '', TENURE_ENDPOINTS: '' } });
+    const help = npx('--help');
+    expect(help.status, help.stderr).toBe(0);
+    expect(help.stdout).toMatch(/Usage: tenure.*\n[\s\S]*run \[options\] <command\.\.\.>/);
+    const runHelp = npx('run', '--help');
+    expect(runHelp.status).toBe(0);
+    expect(runHelp.stdout).toMatch(/--grace <duration>/);
+    const bad = npx('run', '--backend', 'etcd', '--endpoints', '127.0.0.1:1', '--name', 'n', '--ttl', 'soon', '--', 'true');
+    expect(bad.status).toBe(2);
+    expect(bad.stderr.trim()).toMatch(/^tenure: option '--ttl <duration>' argument 'soon' is invalid/);
+    const peerless = npx('leader', '--backend', 'etcd', '--endpoints', '127.0.0.1:1', '--name', 'n');
+    expect(peerless.status).toBe(2);
+    expect(peerless.stderr.trim()).toBe('tenure: --backend: etcd needs the package etcd3 (npm install etcd3)');
+  }, 60_000);
 });

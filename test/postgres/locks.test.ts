@@ -151,6 +151,19 @@ describe('PgSessionLock', () => {
     await lease.release();
   });
 
+  it('with ttlMs, a lock granted after a wait longer than the TTL is live, its deadline counted from the grant', async () => {
+    const first = await new PgSessionLock(pool, 'session-long-wait').acquire();
+    const waiting = new PgSessionLock(pool, 'session-long-wait', { ttlMs: 600 }).acquire();
+    await new Promise((r) => setTimeout(r, 1200)); // twice the waiter's TTL
+    await first.release();
+    const lease = await waiting;
+    expect(lease.lost).toBe(false);
+    expect(lease.remainingMs()).toBeGreaterThan(0);
+    await new Promise((r) => setTimeout(r, 900)); // heartbeats keep it
+    expect(lease.lost).toBe(false);
+    await lease.release();
+  });
+
   it('times out a wait, and an aborted wait leaves no lock and no waiter', async () => {
     const a = await new PgSessionLock(pool, 'session-c').acquire();
     await expect(new PgSessionLock(pool, 'session-c').acquire({ timeoutMs: 150 })).rejects.toBeInstanceOf(AcquireTimeoutError);

@@ -22,6 +22,7 @@ import { etcd3 } from './peer.js';
 /** gRPC call options as the etcd3 client's RPC methods take them. */
 export type CallOptions = NonNullable<Parameters<Etcd3['kv']['range']>[1]>;
 
+/** Options of {@link createEtcdClient}. */
 export interface EtcdClientOptions {
   /** etcd endpoints, e.g. `['http://127.0.0.1:2379']`. */
   hosts: string | string[];

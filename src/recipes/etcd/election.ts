@@ -26,6 +26,7 @@ export interface Term extends Lease {
   proclaim(value: string | Buffer): Promise<void>;
 }
 
+/** Options of an {@link EtcdElection}. */
 export interface EtcdElectionOptions {
   /**
    * This participant's id: the value its key holds while it campaigns and leads, so it is what
@@ -44,6 +45,7 @@ export interface EtcdElectionOptions {
 export class EtcdElection implements Candidate {
   readonly name: string;
   readonly id: string;
+  /** The session whose lease the candidate's key lives on. */
   readonly session: EtcdSession;
   readonly #queue: RevisionQueue;
   #term: { ctl: LeaseController; term: Term } | undefined;
@@ -139,6 +141,7 @@ export class EtcdElection implements Candidate {
     await this.#term?.ctl.release();
   }
 
+  /** Same as `close()`, for `await using`. */
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
   }

@@ -18,7 +18,9 @@ import type { EtcdSession } from './session.js';
  * BusyError. One session holds at most one place per name; use one session per concurrent holder.
  */
 export class EtcdMutex implements AsyncDisposable {
+  /** The lock's name (its key prefix). */
   readonly name: string;
+  /** The session whose lease the holder's key lives on. */
   readonly session: EtcdSession;
   readonly #queue: RevisionQueue;
   #held: { ctl: LeaseController; slot: Slot } | undefined;
@@ -98,6 +100,7 @@ export class EtcdMutex implements AsyncDisposable {
     await this.#held?.ctl.release();
   }
 
+  /** Same as `close()`, for `await using`. */
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
   }

@@ -9,6 +9,7 @@ import { callWithin, createEtcdClient, endpointOf } from './client.js';
 import { LeaseEpoch } from './epoch.js';
 import { toTenureError } from './errors.js';
 
+/** Options of {@link EtcdSession.create}. */
 export interface EtcdSessionOptions {
   /**
    * An etcd3 client to use (not closed by the session). Give this or `hosts`. Prefer one made
@@ -57,9 +58,13 @@ export interface EtcdSessionOptions {
 export class EtcdSession implements AsyncDisposable {
   /** The etcd3 client the recipes use. */
   readonly client: Etcd3;
+  /** The lease TTL in ms. */
   readonly ttlMs: number;
+  /** How long before the server could expire the lease the local deadline fires, in ms. */
   readonly safetyMarginMs: number;
+  /** The monotonic clock its deadlines are measured on. */
   readonly clock: Clock;
+  /** The session's logger. */
   readonly logger: Logger;
   /** Bound on every call to etcd (see {@link EtcdSessionOptions.callTimeoutMs}). */
   readonly callTimeoutMs: number;
@@ -227,6 +232,7 @@ export class EtcdSession implements AsyncDisposable {
     this.#closeClient();
   }
 
+  /** Same as `close()`, for `await using`. */
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
   }

@@ -6,6 +6,7 @@ import { observeByReading } from '../../core/observe.js';
 import { optionalNumber, requireOptions } from '../../core/validate.js';
 import { PgSessionLock, requirePool, type PgLockOptions } from './session-lock.js';
 
+/** Options of a {@link PgElection}: those of {@link PgSessionLock} and the campaign's own. */
 export interface PgElectionOptions extends PgLockOptions {
   /** Pauses between tries (jittered exponential backoff). @default { initialMs: 50, maxMs: 1000 } */
   backoff?: BackoffOptions;

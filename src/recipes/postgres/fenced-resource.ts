@@ -9,6 +9,7 @@ import { ensureSchema } from './schema.js';
 import { requirePool } from './session-lock.js';
 import { requireFence, type FencedResource } from '../../core/fencing.js';
 
+/** Options of a {@link PostgresFencedResource}. */
 export interface PostgresFencedResourceOptions {
   /**
    * Bound in ms on taking a connection and on each statement of the fence check: past it the
@@ -18,6 +19,7 @@ export interface PostgresFencedResourceOptions {
   callTimeoutMs?: number;
 }
 
+/** Options of one fenced write. */
 export interface PostgresFencedWriteOptions {
   /** Run in this client's open transaction (e.g. `ctx.client` of withXactLock) instead of taking a connection. */
   client?: PoolClient;

@@ -17,7 +17,9 @@ import { requireNumber, requireString } from '../../core/validate.js';
  * a deadlock across two connections — use a timeout when you nest locks.
  */
 export interface AdvisoryKey {
+  /** The first int4 of the two-key advisory lock: the namespace. */
   readonly namespace: number;
+  /** The second int4: the name's hash. */
   readonly key: number;
 }
 

@@ -42,15 +42,16 @@ GRANT SELECT, INSERT, UPDATE ON tenure_holder TO ${role};`;
 
 const ready = new WeakMap<Pool, Promise<void>>();
 
-/**
- * Creates the schema once per pool, each phase within `callTimeoutMs` (default 10 s). Concurrent `CREATE … IF NOT EXISTS` can still collide in the
- * catalog, so creation runs under a reserved advisory lock.
- */
+/** Options of {@link ensureSchema}. */
 export interface EnsureSchemaOptions {
   /** Bound in ms on taking a connection and on the schema statements. @default 10000 */
   callTimeoutMs?: number;
 }
 
+/**
+ * Creates the schema once per pool, each phase within `callTimeoutMs` (default 10 s). Concurrent `CREATE … IF NOT EXISTS` can still collide in the
+ * catalog, so creation runs under a reserved advisory lock.
+ */
 export function ensureSchema(pool: Pool, options?: EnsureSchemaOptions): Promise<void> {
   let ms: number;
   try {

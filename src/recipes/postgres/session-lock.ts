@@ -11,6 +11,7 @@ import { ensureSchema } from './schema.js';
 import { pgEndpoint, queryWithin, toTenureError } from './errors.js';
 import { PgSession, pgTiming, type PgTiming } from './session.js';
 
+/** Options of a {@link PgSessionLock}. */
 export interface PgLockOptions {
   /** This participant's id, recorded while it holds; what `holder()` shows. @default a random UUID */
   id?: string;
@@ -68,6 +69,7 @@ export function requirePool(pool: unknown): Pool {
  * connection dies; set `ttlMs` for a lease the server enforces.
  */
 export class PgSessionLock implements AsyncDisposable {
+  /** The lock's name. */
   readonly name: string;
   /** This participant's id. */
   readonly id: string;
@@ -245,6 +247,7 @@ export class PgSessionLock implements AsyncDisposable {
     write.catch(() => undefined);
   }
 
+  /** Who holds the lock now (id and fence), read from the store; undefined when nobody does. */
   async holder(options?: WaitOptions): Promise<LeaderInfo | undefined> {
     const o = requireOptions('options', options);
     const scope = waitScope(`postgres lock '${this.name}': holder`, { signal: optionalSignal('signal', o.signal), timeoutMs: o.timeoutMs });
@@ -277,6 +280,7 @@ export class PgSessionLock implements AsyncDisposable {
     await this.#held?.release().catch(() => undefined);
   }
 
+  /** Same as `close()`, for `await using`. */
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
   }

@@ -9,6 +9,7 @@ import { raceSignal } from '../../core/abort.js';
 import { ensureSchema } from './schema.js';
 import { requirePool } from './session-lock.js';
 
+/** What the function run under {@link withXactLock} gets. */
 export interface XactLockContext {
   /** The transaction's client: run the guarded statements on it. */
   readonly client: PoolClient;
@@ -20,6 +21,7 @@ export interface XactLockContext {
   readonly lease: Lease;
 }
 
+/** Options of {@link withXactLock} and {@link tryWithXactLock}. */
 export interface XactLockOptions {
   /** Abort the wait: the waiting connection is closed, which ends the wait at the server. */
   signal?: AbortSignal;
@@ -179,7 +181,18 @@ export async function tryWithXactLock<T>(
   name: string,
   fn: (ctx: XactLockContext) => Promise<T> | T,
   options?: Omit<XactLockOptions, 'timeoutMs'>,
-): Promise<{ acquired: true; value: T } | { acquired: false }> {
+): Promise<
+  | {
+      /** The lock was taken and `fn` ran (and committed). */
+      acquired: true;
+      /** What `fn` returned. */
+      value: T;
+    }
+  | {
+      /** Another transaction holds the lock; `fn` did not run. */
+      acquired: false;
+    }
+> {
   const p = prepare(pool, name, fn, options);
   return run(pool, p, 'try', fn);
 }

@@ -4,6 +4,7 @@ import { observeByReading } from '../../core/observe.js';
 import { optionalNumber, requireOptions } from '../../core/validate.js';
 import { RedisLock, type RedisLockOptions } from './lock.js';
 
+/** Options of a {@link RedisElection}: those of {@link RedisLock} and the observer's own. */
 export interface RedisElectionOptions extends RedisLockOptions {
   /** Longest time between two reads of the leader in `observe()` (releases and grants are also announced). @default 1000 */
   observeIntervalMs?: number;

@@ -91,6 +91,7 @@ export class RedisFencedWrite {
   }
 }
 
+/** Options of a {@link RedisFencedResource}. */
 export interface RedisFencedResourceOptions {
   /**
    * Bound on each write in ms: past it the write rejects with StoreUnavailableError and its

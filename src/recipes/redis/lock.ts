@@ -16,6 +16,7 @@ import { bounded } from './errors.js';
 import { ACQUIRE, LEAVE_QUEUE, RELEASE, runScript } from './scripts.js';
 import { RenewWatchdog } from './watchdog.js';
 
+/** Options of a {@link RedisLock}. */
 export interface RedisLockOptions {
   /** This participant's id, stored with the lock while held; what `holder()` shows. @default a random UUID */
   id?: string;
@@ -60,16 +61,18 @@ type Attempt = { kind: 'acquired'; lease: Lease } | { kind: 'held'; pttlMs: numb
  * A lock on a single Redis node, with a fencing token and a renewing lease (not Redlock).
  * `acquire()` queues in arrival order and is woken by the releaser's publish (hand-off in about
  * one round trip; polling with jitter as the fallback); every {@link Lease} carries the fence (an
- * `INCR` done in the same script as `SET NX PX`) and a signal driven by its {@link RenewWatchdog},
+ * `INCR` done in the same script as `SET NX PX`) and a signal driven by its `RenewWatchdog`,
  * the one owner of the lease's liveness. A lost lease is never re-acquired behind your back.
  *
  * Hazard, stated where you decide: a lease is only as safe as the resource that checks its
  * fence. Pass `lease.fence` to a fenced resource and `lease.signal` to every call you make.
  */
 export class RedisLock implements AsyncDisposable {
+  /** The lock's name. */
   readonly name: string;
   /** This participant's id (stored with the lock while held). */
   readonly id: string;
+  /** The lease TTL in ms. */
   readonly ttlMs: number;
   readonly #redis: RedisClient;
   readonly #keys: LockKeys;
@@ -292,6 +295,7 @@ export class RedisLock implements AsyncDisposable {
     await this.#listener.close();
   }
 
+  /** Same as `close()`, for `await using`. */
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
   }

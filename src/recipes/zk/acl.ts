@@ -18,7 +18,9 @@ export type ZkAcl = ACL;
 
 /** Credentials a session presents, e.g. `{ scheme: 'digest', auth: 'user:password' }`. */
 export interface ZkAuthInfo {
+  /** The auth scheme, e.g. `digest`. */
   scheme: string;
+  /** The scheme's credentials, e.g. `user:password`. */
   auth: string;
 }
 

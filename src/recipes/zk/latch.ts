@@ -16,6 +16,7 @@ import type { ZkSession } from './session.js';
 /** Whether `close()` fires `notLeader` when it ends a term. */
 export type CloseMode = 'silent' | 'notifyLeader';
 
+/** Options of a {@link LeaderLatch}. */
 export interface LeaderLatchOptions {
   /** This participant's id, stored in its node; what `leader()` shows. @default a random UUID */
   id?: string;
@@ -25,6 +26,7 @@ export interface LeaderLatchOptions {
   acl?: ZkAcl[];
 }
 
+/** The typed events of a {@link LeaderLatch}. */
 export interface LeaderLatchEvents {
   /**
    * Leadership gained (an edge; fires once per term). By the time a handler runs, leadership may
@@ -171,6 +173,7 @@ export class LeaderLatch extends EventEmitter<LeaderLatchEvents> implements Cand
     await this.#term?.release();
   }
 
+  /** Same as `close()`, for `await using`. */
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
   }

@@ -12,6 +12,7 @@ import { readLeader, readParticipants, type Participant } from './leader.js';
 import { validatePath } from './paths.js';
 import type { ZkSession } from './session.js';
 
+/** Options of an {@link InterProcessMutex}. */
 export interface InterProcessMutexOptions {
   /** This participant's id, stored in its node; what `holder()` shows. @default a random UUID */
   id?: string;
@@ -26,6 +27,7 @@ export interface InterProcessMutexOptions {
  * exclude each other use two objects).
  */
 export class InterProcessLock implements AsyncDisposable {
+  /** The lock's path (its queue's parent node). */
   readonly path: string;
   /** This participant's id (its node's data). */
   readonly id: string;
@@ -128,6 +130,7 @@ export class InterProcessLock implements AsyncDisposable {
     await this.#held?.release();
   }
 
+  /** Same as `close()`, for `await using`. */
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
   }

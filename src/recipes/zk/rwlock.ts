@@ -16,6 +16,7 @@ import type { ZkSession } from './session.js';
  * (see InterProcessLock).
  */
 export class InterProcessReadWriteLock implements AsyncDisposable {
+  /** The lock's path (both sides queue under it). */
   readonly path: string;
   readonly #write: InterProcessLock;
   readonly #read: InterProcessLock;
@@ -46,6 +47,7 @@ export class InterProcessReadWriteLock implements AsyncDisposable {
     await Promise.all([this.#read.close(), this.#write.close()]);
   }
 
+  /** Same as `close()`, for `await using`. */
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
   }

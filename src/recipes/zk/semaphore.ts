@@ -23,7 +23,9 @@ const LEASE_NAME = 'lease-';
  * lease (CURATOR-335, CURATOR-462).
  */
 export class InterProcessSemaphoreV2 implements AsyncDisposable {
+  /** The semaphore's path. */
   readonly path: string;
+  /** How many leases it hands out at once. */
   readonly maxLeases: number;
   readonly #session: ZkSession;
   readonly #leasesPath: string;
@@ -125,6 +127,7 @@ export class InterProcessSemaphoreV2 implements AsyncDisposable {
     await Promise.all([...this.#held].map((l) => l.release()));
   }
 
+  /** Same as `close()`, for `await using`. */
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
   }

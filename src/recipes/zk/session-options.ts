@@ -16,6 +16,7 @@ export type ZkConnectionState = 'CONNECTED' | 'SUSPENDED' | 'RECONNECTED' | 'LOS
  */
 export type ZkErrorPolicy = 'standard' | 'session';
 
+/** Options of {@link ZkSession.create}. */
 export interface ZkSessionOptions {
   /** `host:port[,host:port…][/chroot]`. */
   connectionString: string;

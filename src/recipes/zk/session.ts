@@ -34,9 +34,13 @@ type LiveConn = ZkConn & { abort: AbortController; connectedOnce: boolean; sessi
  * itself, and recipes re-join on it.
  */
 export class ZkSession extends EventEmitter<ZkSessionEvents> implements AsyncDisposable {
+  /** The connection string it was created with. */
   readonly connectionString: string;
+  /** How SUSPENDED is treated: `standard` (as lost) or `session` (lead until the local deadline). */
   readonly policy: ZkErrorPolicy;
+  /** The session's logger. */
   readonly logger: Logger;
+  /** The monotonic clock its deadlines are measured on. */
   readonly clock: Clock;
   readonly #requestedTimeout: number;
   readonly #connectTimeout: number;
@@ -213,6 +217,7 @@ export class ZkSession extends EventEmitter<ZkSessionEvents> implements AsyncDis
     this.#connected = false;
   }
 
+  /** Same as `close()`, for `await using`. */
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
   }

@@ -5,6 +5,7 @@ import type { LeadershipManager } from '../../lifecycle/manager.js';
 import { optionalNumber, optionalSignal, requireFunction, requireOptions, requireString } from '../../core/validate.js';
 import type { HistoryOp } from './types.js';
 
+/** Options of a {@link HistoryRecorder}. */
 export interface HistoryRecorderOptions {
   /** Receives each entry as it is recorded (e.g. sends it to a parent process). @default kept in `ops` */
   sink?: (op: HistoryOp) => void;
@@ -48,6 +49,7 @@ function endReason(r: unknown): string {
  * ```
  */
 export class HistoryRecorder {
+  /** The process name every entry carries. */
   readonly process: string;
   /** What was recorded, when no `sink` was given. */
   readonly ops: HistoryOp[] = [];

@@ -26,7 +26,9 @@ export interface HistoryOp {
   t: bigint;
   /** Who: one name per process incarnation (a restarted candidate gets a new name), or the nemesis. */
   process: string;
+  /** `invoke`, `ok`, `fail` or `info`. */
   type: OpType;
+  /** What the entry is about (see {@link OpFunction}). */
   f: OpFunction;
   /** The term's fence (acquire ok, write, release, term-end, deadline). */
   fence?: bigint;
@@ -41,6 +43,7 @@ export interface HistoryOp {
    * at `t`) and `pause` (the `target` was frozen from the `start` to the `end` entry).
    */
   fault?: string;
+  /** fault: whether it started or healed. */
   phase?: 'start' | 'end';
   /** fault: the process it was done to, when it was done to one. */
   target?: string;
@@ -52,12 +55,15 @@ export interface HistoryOp {
 
 /** A register's own record of one write it accepted. */
 export interface RegisterEntry {
+  /** The write's id. */
   id: string;
+  /** The fence it carried. */
   fence: bigint;
 }
 
 /** What the checker reads. */
 export interface History {
+  /** Every process's entries (any order: the checker sorts by `t`). */
   ops: HistoryOp[];
   /** Each register's own log of the writes it accepted, in the order it accepted them. */
   registers?: Record<string, RegisterEntry[]>;
@@ -82,8 +88,11 @@ export type CheckRule =
   /** An acknowledged write is missing from its register's log (or a refused one is in it). */
   | 'lost-write';
 
+/** One broken rule, found by {@link checkHistory}. */
 export interface Violation {
+  /** Which rule. */
   rule: CheckRule;
+  /** What happened, in words. */
   message: string;
   /** When it happened (CLOCK_MONOTONIC ns), when there is one instant. */
   t?: bigint;
@@ -91,8 +100,11 @@ export interface Violation {
 
 /** A reconstructed term: from the grant to its end by the holder's own log. */
 export interface HistoryTerm {
+  /** The holder. */
   process: string;
+  /** The term's fence. */
   fence: bigint;
+  /** When it was granted (CLOCK_MONOTONIC ns). */
   start: bigint;
   /** min(signal aborted, last local deadline, crash); the end of the history when none came. */
   end: bigint;
@@ -106,19 +118,37 @@ export interface HistoryTerm {
  * before its term ended, `release`, or `unprovoked` when the term was lost without any fault.
  */
 export interface Failover {
+  /** The fault kind, `release` or `unprovoked`. */
   cause: string;
+  /** The process whose term ended. */
   from: string;
+  /** The process granted next. */
   to: string;
+  /** From the end of the term to the next grant, in ms. */
   ms: number;
 }
 
+/** Counts over a history, for reports. */
 export interface CheckStats {
   /** Invoked operations by function, with how they ended. */
-  operations: Record<string, { invoked: number; ok: number; fail: number; info: number }>;
+  operations: Record<
+    string,
+    {
+      /** Operations invoked. */
+      invoked: number;
+      /** Ended `ok`. */
+      ok: number;
+      /** Ended `fail`. */
+      fail: number;
+      /** Ended `info` (outcome unknown). */
+      info: number;
+    }
+  >;
   /** Writes refused for a stale fence. */
   staleRejected: number;
   /** Writes acknowledged. */
   writesAcknowledged: number;
+  /** Terms granted. */
   terms: number;
   /** Terms won per process. */
   termsByProcess: Record<string, number>;
@@ -132,14 +162,19 @@ export interface CheckStats {
   excusedOverlaps: number;
 }
 
+/** What {@link checkHistory} found. */
 export interface CheckResult {
   /** True when there is no violation. */
   valid: boolean;
+  /** Every broken rule, in time order. */
   violations: Violation[];
+  /** Counts over the history. */
   stats: CheckStats;
+  /** The terms, reconstructed. */
   terms: HistoryTerm[];
 }
 
+/** Options of {@link checkHistory}. */
 export interface CheckOptions {
   /**
    * Longest time (ms) from a holder's crash (`kill` fault) to the next grant to another process:
