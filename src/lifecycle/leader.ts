@@ -3,6 +3,7 @@ import { optionalEnum, requireString } from '../core/validate.js';
 import type { LeadershipManager } from './manager.js';
 import type { DemotionInfo, TermContext } from './types.js';
 
+/** Options of `@Leader()`: the election a method or service belongs to, and what a call does when this process does not lead. */
 export interface LeaderOptions {
   /**
    * The election: the name `bindLeader` or the `tenure/inversify` module maps to a

@@ -18,6 +18,7 @@ export interface ScheduledRun {
 /** A leader-only timer's function. */
 export type ScheduledFn = (run: ScheduledRun) => unknown;
 
+/** Options of `manager.cron()`. */
 export interface CronScheduleOptions {
   /** The IANA time zone the expression is read in (e.g. `Europe/Berlin`). @default the process's time zone */
   timezone?: string;

@@ -15,6 +15,7 @@ const { ContainerModule } = await importPeer<typeof import('inversify')>('tenure
 /** A class the container can construct. */
 export type ServiceClass = Newable<object>;
 
+/** Options of `leadershipModule()`: where candidates come from, which services and elections to bind, the managers' options. */
 export interface LeadershipModuleOptions {
   /** Makes the candidate of an election, once, when its manager is first resolved (create the store's session before loading the module). */
   candidate: (election: string) => Candidate;

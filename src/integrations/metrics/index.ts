@@ -14,6 +14,7 @@ import type { LeadershipState, TermContext, DemotionInfo } from '../../lifecycle
 
 const prom = loadPeer<typeof import('prom-client')>('tenure/metrics', 'prom-client');
 
+/** Options of `new TenureMetrics()`. */
 export interface TenureMetricsOptions {
   /** Where the metrics are registered. @default prom-client's global registry */
   registry?: Registry;
@@ -21,6 +22,7 @@ export interface TenureMetricsOptions {
   buckets?: number[];
 }
 
+/** Options of `metrics.instrument(manager)`. */
 export interface InstrumentOptions {
   /** The `election` label. @default the candidate's name */
   election?: string;
@@ -44,6 +46,7 @@ const DEFAULT_BUCKETS = [0.005, 0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60];
  * ```
  */
 export class TenureMetrics {
+  /** The prom-client registry the metrics are registered on (scrape it, or merge it into yours). */
   readonly registry: Registry;
   readonly #isLeader: Gauge<'election'>;
   readonly #terms: Counter<'election'>;
