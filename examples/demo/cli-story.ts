@@ -23,7 +23,7 @@ export async function cliStory(endpoint: string, ttlMs: number, say: Say): Promi
   const s = newSection(`tenure run on etcd, TTL ${ttlMs} ms`, 'cli', ttlMs, ['dave', 'erin']);
   const elected: { name: string; fence: string; t: bigint }[] = [];
   const start = (name: string): Instance => {
-    const args = ['run', '--backend', 'etcd', '--endpoints', endpoint, '--name', 'demo/cli', '--id', name, '--ttl', `${ttlMs / 1000}s`, '--grace', '1s', '--', 'node', job];
+    const args = ['run', '--backend', 'etcd', '--endpoints', endpoint, '--name', 'demo/cli', '--id', name, '--ttl', `${ttlMs / 1000}s`, '--', 'node', job];
     if (name === 'dave') say(`$ tenure ${args.slice(0, -1).join(' ')} examples/demo/job.mjs    (as dave, then as erin)`);
     const proc = spawn(process.execPath, ['--import', 'tsx', main, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     const inst: Instance = { name, proc, jobPids: [], exit: new Promise((r) => proc.once('exit', (code) => r(code))) };

@@ -46,10 +46,24 @@ function participantFlags(cmd: Command): Command {
   return cmd
     .addOption(new Option('--id <id>', "this participant's id, as `tenure leader` shows it").argParser(label).default(`${hostname()}-${process.pid}`, 'hostname-pid'))
     .addOption(new Option('--ttl <duration>', 'lease TTL (etcd: whole seconds; ZooKeeper: the session timeout)').argParser(duration({ min: 100 })).default(10_000, '10s'))
-    .addOption(new Option('--grace <duration>', 'after SIGTERM, how long the command has before SIGKILL').argParser(duration({ allowZero: true })).default(10_000, '10s'));
+    .addOption(new Option('--grace <duration>', "after SIGTERM, how long the command has before SIGKILL (default: TTL/5, the lease's safety margin, so the SIGKILL lands before the store can grant the name elsewhere)").argParser(duration({ allowZero: true })));
 }
 
 type Flags = Record<string, unknown> & { backend: BackendName; endpoints: string[]; name: string };
+
+/**
+ * `--grace`, defaulting to the lease's safety margin (TTL/5: the one margin rule of every
+ * backend), so that by default even a command that ignores SIGTERM is SIGKILLed before the store
+ * can grant the name elsewhere. A longer grace is the user's choice, said once on stderr.
+ */
+function graceOf(flags: Flags): number {
+  const margin = Math.floor((flags.ttl as number) / 5);
+  const grace = flags.grace as number | undefined;
+  if (grace !== undefined && grace > margin) {
+    process.stderr.write(`tenure: --grace ${grace} ms is longer than the lease's safety margin (${margin} ms, TTL/5): a command that ignores SIGTERM may still run when the store grants the name elsewhere (fence its writes with TENURE_FENCE)\n`);
+  }
+  return grace ?? margin;
+}
 
 /** Builds the program; `exit` receives each command's exit code. */
 export function program(exit: (code: number) => void): Command {
@@ -69,7 +83,7 @@ export function program(exit: (code: number) => void): Command {
     .action(async (command: string[], flags: Flags, cmd: Command) => {
       required(cmd, flags);
       const { runCommand } = await import('./run.js');
-      exit(await runCommand({ ...flags, id: flags.id as string, ttl: flags.ttl as number, grace: flags.grace as number, restart: flags.restart === true }, command));
+      exit(await runCommand({ ...flags, id: flags.id as string, ttl: flags.ttl as number, grace: graceOf(flags), restart: flags.restart === true }, command));
     });
 
   participantFlags(storeFlags(tenure.command('lock')))
@@ -81,7 +95,7 @@ export function program(exit: (code: number) => void): Command {
     .action(async (command: string[], flags: Flags, cmd: Command) => {
       required(cmd, flags);
       const { lockCommand } = await import('./lock.js');
-      exit(await lockCommand({ ...flags, id: flags.id as string, ttl: flags.ttl as number, grace: flags.grace as number, timeout: flags.timeout as number }, command));
+      exit(await lockCommand({ ...flags, id: flags.id as string, ttl: flags.ttl as number, grace: graceOf(flags), timeout: flags.timeout as number }, command));
     });
 
   storeFlags(tenure.command('leader'))

@@ -137,6 +137,25 @@ export function cliSuite(backend: 'etcd' | 'zk' | 'redis' | 'postgres', start: (
         expect(isRunning(started.pid)).toBe(false);
         expect(ms(term.t, t)).toBeGreaterThanOrEqual(900);
         expect(a.stderr()).toMatch(/SIGKILL after 1s/);
+        expect(a.stderr()).toMatch(/--grace 1000 ms is longer than the lease's safety margin \(400 ms/); // said once, on stderr
+      } finally {
+        await cleanup();
+      }
+    }, 60_000);
+
+    storeIndependent("without --grace, a child that ignores SIGTERM is SIGKILLed after the lease's safety margin (TTL/5), not seconds later", async () => {
+      const name = setup();
+      try {
+        const a = run(name, 'a', { env: { IGNORE_TERM: '1' } });
+        const started = await log.waitFor((e) => e.event === 'start');
+        a.proc.kill('SIGTERM');
+        const term = await log.waitFor((e) => e.event === 'term');
+        const { code, t } = await exitOf(a);
+        expect(code, a.stderr()).toBe(137);
+        expect(isRunning(started.pid)).toBe(false);
+        expect(ms(term.t, t)).toBeGreaterThanOrEqual(TTL_MS / 5 - 50);
+        expect(a.stderr()).toMatch(new RegExp(`SIGKILL after ${TTL_MS / 5}ms`));
+        expect(a.stderr()).not.toMatch(/longer than the lease's safety margin/);
       } finally {
         await cleanup();
       }
