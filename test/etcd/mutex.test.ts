@@ -152,6 +152,24 @@ describe('EtcdMutex', () => {
     expect(r.succeeded).toBe(false);
   });
 
+  it('a holder hears its key deleted from outside in every term of one lease, not only the first, and not its own releases', async () => {
+    const name = uniqueName('m');
+    const m = new EtcdMutex(await pool.session(), name);
+    // Terms on the same lease (the same key each time), each released by its holder: no loss.
+    for (let i = 0; i < 3; i++) {
+      const lease = await m.acquire();
+      await lease.release();
+      expect((lease.signal.reason as LeaseLostError).reason).toBe('released');
+    }
+    const lease = await m.acquire();
+    await new Promise((r) => setTimeout(r, 100)); // a release's delete event, if late, would come now
+    expect(lease.signal.aborted).toBe(false);
+    await pool.shared().delete().key(m.key);
+    await until(() => lease.signal.aborted, 2000, 'the holder heard the deletion');
+    expect((lease.signal.reason as LeaseLostError).reason).toBe('expired');
+    await m.close();
+  });
+
   it('a waiter whose own key disappears rejects with SessionExpiredError at once', async () => {
     const name = uniqueName('m');
     const a = new EtcdMutex(await pool.session(), name);

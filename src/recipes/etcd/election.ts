@@ -139,6 +139,7 @@ export class EtcdElection implements Candidate {
   async close(): Promise<void> {
     if (!this.#closing.signal.aborted) this.#closing.abort(new ClosedError(`election ${this.name}`));
     await this.#term?.ctl.release();
+    this.#queue.close();
   }
 
   /** Same as `close()`, for `await using`. */

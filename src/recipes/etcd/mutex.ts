@@ -98,6 +98,7 @@ export class EtcdMutex implements AsyncDisposable {
   async close(): Promise<void> {
     if (!this.#closing.signal.aborted) this.#closing.abort(new ClosedError(`mutex ${this.name}`));
     await this.#held?.ctl.release();
+    this.#queue.close();
   }
 
   /** Same as `close()`, for `await using`. */
