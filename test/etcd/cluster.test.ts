@@ -101,20 +101,23 @@ describe('etcd recipes on a 3-member cluster', () => {
   it('observe keeps reporting leader changes across the death of a member', async () => {
     const { EtcdElection } = await import('../../src/recipes/etcd/election.js');
     const name = uniqueName('obs');
-    const observer = new EtcdElection(await pool.session({ client: pool.client(cluster.endpoints) }), name);
+    // A 6 s TTL: this case is about observe() riding a member's death, and a 2 s lease can miss its
+    // local deadline while the client reconnects and raft elects a new leader on a loaded machine.
+    const session = () => pool.session({ client: pool.client(cluster.endpoints), ttlMs: 6000 });
+    const observer = new EtcdElection(await session(), name);
     const ac = new AbortController();
     const seen: string[] = [];
     const loop = (async () => {
       for await (const l of observer.observe({ signal: ac.signal })) if (l) seen.push(l.id);
     })().catch(() => undefined);
-    const a = new EtcdElection(await pool.session({ client: pool.client(cluster.endpoints) }), name, { id: 'a' });
+    const a = new EtcdElection(await session(), name, { id: 'a' });
     const ta = await a.campaign();
     await until(() => seen.includes('a'), 10_000, 'observer sees a');
     const dead = await cluster.waitForLeader();
     await dead.kill();
     await ta.proclaim('a2');
     await until(() => seen.includes('a2'), 15_000, 'observer sees the proclaim after a member died');
-    const b = new EtcdElection(await pool.session({ client: pool.client(cluster.endpoints) }), name, { id: 'b' });
+    const b = new EtcdElection(await session(), name, { id: 'b' });
     const pb = b.campaign();
     await ta.resign();
     const tb = await pb;
