@@ -83,7 +83,11 @@ describe('etcd recipes on a 3-member cluster', () => {
     await cluster.waitForLeader();
     // During a campaign: the leader resigns and the raft leader dies while the next one claims.
     const before = electedCount(ws);
-    await until(() => leading(ws).length === 1, 20_000, 'a leader');
+    await until(() => leading(ws).length === 1, 20_000, 'a leader').catch((e: unknown) => {
+      // Seen once in a full-suite run (not alone): what each worker went through, for the next look.
+      for (const w of ws) console.log(w.pid, w.events.map((x) => `${x.type} ${JSON.stringify(x.data)}`).join('\n'), w.output());
+      throw e;
+    });
     const l2 = await cluster.waitForLeader();
     leading(ws)[0]!.send({ cmd: 'resign' });
     await l2.kill();
