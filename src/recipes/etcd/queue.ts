@@ -1,4 +1,4 @@
-import type { ICompare, IKeyValue, IRequestOp, ITxnResponse, Watcher } from 'etcd3';
+import type { ICompare, IKeyValue, IRequestOp, ITxnResponse } from 'etcd3';
 import { etcd3 } from './peer.js';
 
 const { CompareResult, CompareTarget, SortOrder, SortTarget } = etcd3;
@@ -8,7 +8,7 @@ import { prefixEnd, retryingTxn } from './kv.js';
 import { refuseNested } from './names.js';
 import type { LeaseEpoch } from './epoch.js';
 import type { EtcdSession } from './session.js';
-import { retire, waitDeleted, watchOwn, type OwnWatch, type Txn } from './watch.js';
+import { HolderWatch, waitDeleted, watchOwn, type OwnWatch, type Txn } from './watch.js';
 
 /**
  * The revision queue behind EtcdMutex and EtcdElection, written once (like etcd's `key.go`).
@@ -47,20 +47,6 @@ export interface QueueStats {
   predecessorWatches: number;
 }
 
-/**
- * The holder's watch on its own key, kept across the acquisitions of one lease epoch: the key
- * (`<name>/<lease id hex>`) is the same every time, so one watcher serves them all and no
- * acquire/release cycle creates or cancels a watch (a watch per cycle cost an uncontended etcd
- * cycle ~20 %). `holder` is whoever holds right now; a deletion counts only past its fence, so
- * the holder's own release (made after it detached) and any deletion before its claim are not
- * losses.
- */
-interface HolderWatch {
-  readonly epoch: LeaseEpoch;
-  readonly w: Watcher;
-  holder: { fence: bigint; lose: () => void } | undefined;
-}
-
 /** Total time an owner-checked delete may take before `release()` rejects. */
 const REMOVE_MS = 5000;
 
@@ -72,7 +58,7 @@ export class RevisionQueue {
   readonly what: string;
   readonly stats: QueueStats = { predecessorWakeups: 0, predecessorWatches: 0 };
   readonly #txn: Txn;
-  #holderWatch: HolderWatch | undefined;
+  readonly #holderWatch: HolderWatch;
 
   constructor(session: EtcdSession, name: string, what: string) {
     this.session = session;
@@ -80,6 +66,7 @@ export class RevisionQueue {
     this.prefix = Buffer.from(`${name}/`);
     this.what = what;
     this.#txn = (req, signal) => retryingTxn(this.session, req, signal, this.what);
+    this.#holderWatch = new HolderWatch(session.client);
   }
 
   /** The key this session's current lease queues under. */
@@ -266,43 +253,9 @@ export class RevisionQueue {
     }
   }
 
-  /**
-   * Attaches the holder of `slot` (claimed at `fence`) to the epoch's own-key watch, creating it
-   * on first use: it starts at fence + 1, so it misses no later event and, when no write came in
-   * between, is a synced watch; nothing on the acquire path waits for it. Returns the detach.
-   */
-  #watchHolder(slot: Slot, fence: bigint, lose: () => void): () => void {
-    let hw = this.#holderWatch;
-    if (!hw || hw.epoch !== slot.epoch) {
-      if (hw) retire(this.session.client, hw.w);
-      const w = this.session.client.watch().key(slot.keyBuf).startRevision(String(fence + 1n)).only('delete').watcher();
-      const made: HolderWatch = { epoch: slot.epoch, w, holder: undefined };
-      w.on('delete', (kv: IKeyValue) => {
-        const h = made.holder;
-        if (h && BigInt(kv.mod_revision) > h.fence) h.lose();
-      });
-      w.on('error', () => undefined); // the session's keepalive and deadline still cover a lost lease
-      slot.epoch.signal.addEventListener('abort', () => this.#dropHolderWatch(made), { once: true });
-      this.#holderWatch = hw = made;
-    }
-    const holder = { fence, lose };
-    const attached = hw;
-    attached.holder = holder;
-    return () => {
-      if (attached.holder === holder) attached.holder = undefined;
-    };
-  }
-
-  #dropHolderWatch(hw: HolderWatch | undefined = this.#holderWatch): void {
-    if (!hw) return;
-    hw.holder = undefined;
-    if (this.#holderWatch === hw) this.#holderWatch = undefined;
-    retire(this.session.client, hw.w);
-  }
-
   /** Ends the holder watch (the recipe is closing). */
   close(): void {
-    this.#dropHolderWatch();
+    this.#holderWatch.close();
   }
 
   /**
@@ -333,7 +286,7 @@ export class RevisionQueue {
     });
     // The holder hears a deletion of its key from outside (lease revoked, key removed) as soon as
     // the next holder can be woken by the same deletion, not a keepalive later (see HolderWatch).
-    const detach = this.#watchHolder(slot, fence, () => ctl.lose('expired', undefined, `${this.what}: own key ${slot.key} was deleted (lease revoked or key removed)`));
+    const detach = this.#holderWatch.attach(slot.epoch, slot.keyBuf, fence, () => ctl.lose('expired', undefined, `${this.what}: own key ${slot.key} was deleted (lease revoked or key removed)`));
     const onLost = (): void => {
       detach();
       const reason: unknown = ctl.lease.signal.reason;
