@@ -32,6 +32,14 @@ export interface CronScheduleOptions {
   catchUpMs?: number;
 }
 
+/**
+ * The wall clock in ms, the one place a timer reads it: cron ticks are calendar times and
+ * `scheduledAt` is shown to users; no lease math depends on it.
+ */
+function wallNow(): number {
+  return new Date().getTime();
+}
+
 /** When the next run is due, and how to wait for it. */
 interface Plan {
   /** The next due time strictly after `last` and after now; undefined when the schedule has no more. */
@@ -55,7 +63,7 @@ export function intervalPlan(intervalMs: number): Plan {
     next: () => {
       const now = monotonicClock.now();
       const t = anchor + (Math.floor((now - anchor) / intervalMs) + 1) * intervalMs;
-      return { t, at: new Date(new Date().getTime() + (t - now)) };
+      return { t, at: new Date(wallNow() + (t - now)) };
     },
     wait: (due, signal) => sleep(due.t - monotonicClock.now(), signal),
   };
@@ -83,19 +91,19 @@ export function cronPlan(expression: string, options?: CronScheduleOptions): Pla
   if (cron.nextRun() === null) throw new ConfigError('expression', `never fires: ${JSON.stringify(expression)}`);
   return {
     next: (last) => {
-      const at = cron.nextRun(new Date(Math.max(new Date().getTime(), last?.t ?? 0)));
+      const at = cron.nextRun(new Date(Math.max(wallNow(), last?.t ?? 0)));
       return at ? { t: at.getTime(), at } : undefined;
     },
     missed: (last) => {
       if (catchUpMs === 0) return undefined;
-      const now = new Date().getTime();
+      const now = wallNow();
       const at = cron.previousRuns(1, new Date(now))[0];
       if (!at || at.getTime() < now - catchUpMs || (last && at.getTime() <= last.t)) return undefined;
       return { t: at.getTime(), at };
     },
     // In steps of at most a minute, re-reading the wall clock, so a clock step is caught up with.
     wait: async (due, signal) => {
-      for (let left = due.t - new Date().getTime(); left > 0; left = due.t - new Date().getTime()) await sleep(Math.min(left, 60_000), signal);
+      for (let left = due.t - wallNow(); left > 0; left = due.t - wallNow()) await sleep(Math.min(left, 60_000), signal);
     },
   };
 }
