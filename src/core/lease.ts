@@ -148,11 +148,11 @@ export class LeaseController {
 }
 
 /**
- * Builds an error without capturing a stack trace. A released lease's reason is the normal end of
- * every lock cycle, not a fault, and capturing a stack costs ~20 µs: a tenth of a whole Postgres
- * xact-lock cycle on loopback.
+ * Builds an error without capturing a stack trace. A released lease's reason (or a closed
+ * session's) is the normal end of every lock cycle, not a fault, and capturing a stack costs
+ * ~20 µs: a tenth of a whole Postgres xact-lock cycle on loopback.
  */
-function withoutStack<T>(make: () => T): T {
+export function withoutStack<T>(make: () => T): T {
   const limit = Error.stackTraceLimit;
   Error.stackTraceLimit = 0;
   try {

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AcquireTimeoutError, ConfigError, LeaseLostError } from '../../src/index.js';
 import { PgElection, PgSessionLock, advisoryKey, tryWithXactLock, withXactLock } from '../../src/recipes/postgres/index.js';
 import { PostgresServer } from '../../src/testing/index.js';
+import { FENCE_MARKS, SCHEMA_LOCK } from '../../src/recipes/postgres/keys.js';
 import { advisoryLocks, makePool, until } from './helpers.js';
 
 let server: PostgresServer;
@@ -96,6 +97,11 @@ describe('withXactLock', () => {
     await expect(withXactLock({} as pg.Pool, 'x', () => 1)).rejects.toThrow(/^pool:/);
     await expect(withXactLock(pool, 'x', () => 1, { timeoutMs: -1 })).rejects.toThrow(/^timeoutMs:/);
     await expect(withXactLock(pool, 'x', () => 1, { namespace: 2 ** 31 })).rejects.toThrow(/^namespace:/);
+    // tenure's own namespaces (its schema lock and the fence marks, holder.ts) are not for users.
+    for (const ns of [SCHEMA_LOCK.namespace, FENCE_MARKS.high, FENCE_MARKS.low]) {
+      await expect(withXactLock(pool, 'x', () => 1, { namespace: ns })).rejects.toMatchObject({ code: 'CONFIG_INVALID', field: 'namespace' });
+      expect(() => new PgSessionLock(pool, 'x', { namespace: ns })).toThrow(/^namespace: .*reserved/);
+    }
     await expect(tryWithXactLock(pool, 'a\u0000b', () => 1)).rejects.toBeInstanceOf(ConfigError);
   });
 });
@@ -107,13 +113,37 @@ describe('PgSessionLock', () => {
     const locks = await advisoryLocks(pool);
     expect(locks).toHaveLength(1);
     const k = advisoryKey('session-a');
-    expect(locks[0]).toMatchObject({ granted: true, classid: k.namespace, objid: k.key >>> 0 });
+    // The fence is shown with the lock itself, as its two marks (holder.ts).
+    expect(locks[0]).toMatchObject({ granted: true, classid: k.namespace, objid: k.key >>> 0, fence: lease.fence });
+    expect(await lock.holder()).toEqual({ id: lock.id, fence: lease.fence });
     expect(await new PgSessionLock(pool, 'session-a').tryAcquire()).toBeUndefined();
     await lease.release();
     expect(await advisoryLocks(pool)).toEqual([]);
     const again = await lock.acquire();
     expect(again.fence).toBeGreaterThan(lease.fence);
     await again.release();
+  });
+
+  it('shows every participant its holder, whatever characters name and id hold; a holder that took the key another way shows as its pid', async () => {
+    const name = "it's a \\ name";
+    const lock = new PgSessionLock(pool, name, { id: "o'id \\ x" });
+    const other = new PgSessionLock(pool, name, { id: 'other' });
+    for (let i = 0; i < 3; i++) {
+      const lease = await lock.acquire();
+      expect(await other.holder()).toEqual({ id: "o'id \\ x", fence: lease.fence });
+      await lease.release();
+      expect(await other.holder()).toBeUndefined();
+      const next = await other.acquire();
+      expect(await lock.holder()).toEqual({ id: 'other', fence: next.fence });
+      await next.release();
+    }
+    let release!: () => void;
+    const xact = withXactLock(pool, name, () => new Promise<void>((r) => (release = r)));
+    await until(async () => ((await advisoryLocks(pool)).length === 1 ? true : undefined));
+    const [held] = await advisoryLocks(pool);
+    expect(await lock.holder()).toEqual({ id: `pid:${held!.pid}`, fence: undefined });
+    release();
+    await xact;
   });
 
   it('survives pool churn because its client is pinned out of the pool', async () => {

@@ -53,6 +53,27 @@ describe.each(['transaction', 'session'] as const)('behind PgBouncer in %s mode'
     expect((await advisoryLocks(admin)).filter((l) => l.granted)).toEqual([]);
   });
 
+  it('holder() names the participant that holds, also when participants take turns on shared server connections', async () => {
+    const name = `h-${mode}`;
+    // In transaction mode both run on the same two server connections, so each finds the other's
+    // (name, backend) row on the backend it is given, again and again.
+    const a = new PgSessionLock(pool(mode, 2), name, { id: 'a' });
+    const b = new PgSessionLock(pool(mode, 2), name, { id: "b's \\ id" });
+    const other = pool(mode, 2);
+    for (let i = 0; i < 12; i++) {
+      for (const lock of i % 3 === 0 ? [b, a] : [a, b]) {
+        const lease = await lock.acquire({ timeoutMs: 5000 });
+        try {
+          expect(await lock.holder()).toEqual({ id: lock.id, fence: lease.fence });
+        } finally {
+          await lease.release();
+        }
+        if (i % 2 === 0) await other.query('SELECT 1'); // moves the next transaction's backend
+      }
+    }
+    expect(await a.holder()).toBeUndefined();
+  });
+
   it('an election has one leader at a time', async () => {
     const name = `e-${mode}`;
     const a = new PgElection(pool(mode), name, { id: 'a', backoff: { initialMs: 5, maxMs: 20 } });

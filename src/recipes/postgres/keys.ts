@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { ConfigError } from '../../core/errors.js';
 import { requireNumber, requireString } from '../../core/validate.js';
 
 /**
@@ -27,6 +28,13 @@ export interface AdvisoryKey {
 export const DEFAULT_NAMESPACE = 0x74656e75;
 /** Reserved for tenure's own schema creation. */
 export const SCHEMA_LOCK: AdvisoryKey = Object.freeze({ namespace: 0x74656e76, key: 0 });
+/**
+ * Reserved for the marks of a session lock's fence (see holder.ts): the holder takes a shared
+ * advisory lock `(high, fence >> 32)` and one `(low, fence & 0xffffffff)`.
+ */
+export const FENCE_MARKS = Object.freeze({ high: 0x74656e77, low: 0x74656e78 });
+
+const RESERVED = new Set([SCHEMA_LOCK.namespace, FENCE_MARKS.high, FENCE_MARKS.low]);
 
 /** A lock name: 1–200 characters, no NUL. */
 export function validateName(field: string, name: unknown): string {
@@ -34,9 +42,11 @@ export function validateName(field: string, name: unknown): string {
   return requireString(field, name, { maxLength: 200, pattern: /^[^\u0000]+$/, patternHint: 'contain no NUL character' });
 }
 
-/** Validates an int4 namespace. */
+/** Validates an int4 namespace that is not one of tenure's reserved ones. */
 export function validateNamespace(field: string, ns: unknown): number {
-  return requireNumber(field, ns, { integer: true, min: -(2 ** 31), max: 2 ** 31 - 1 });
+  const n = requireNumber(field, ns, { integer: true, min: -(2 ** 31), max: 2 ** 31 - 1 });
+  if (RESERVED.has(n)) throw new ConfigError(field, `${n} is reserved by tenure (its schema lock and fence marks); pick another namespace`);
+  return n;
 }
 
 /** The two-int4 key of `name` in `namespace`. */

@@ -11,10 +11,10 @@ import { SCHEMA_LOCK, keyArgs } from './keys.js';
  *   zombie can never share a fence with its successor. Fences are strictly increasing in
  *   acquisition order for every name (each is taken after the lock is granted), not dense.
  * - `tenure_fence`: the highest fence each PostgresFencedResource has accepted.
- * - `tenure_holder`: who took each session lock last (id, fence, backend pid). A row is only a
- *   claim: `holder()` believes it only while that backend still holds the advisory lock
- *   (pg_locks), so a dead holder's row is never reported. Unlogged: it needs no WAL, and after a
- *   crash the locks it describes are gone too.
+ * - `tenure_holder`: the id of each session-lock participant, per (name, backend pid), written
+ *   before it takes the lock (see holder.ts). A row is only a claim: `holder()` believes it only
+ *   while that backend holds the lock and its fence marks (pg_locks), so a gone holder's row is
+ *   never reported. Unlogged: it needs no WAL, and after a crash the locks it describes are gone too.
  */
 export const SCHEMA_SQL = `
 CREATE SEQUENCE IF NOT EXISTS tenure_fence_seq AS bigint;
@@ -23,10 +23,10 @@ CREATE TABLE IF NOT EXISTS tenure_fence (
   fence bigint NOT NULL CHECK (fence >= 0)
 );
 CREATE UNLOGGED TABLE IF NOT EXISTS tenure_holder (
-  name text PRIMARY KEY,
+  name text NOT NULL,
+  pid integer NOT NULL,
   holder_id text NOT NULL,
-  fence bigint NOT NULL,
-  pid integer NOT NULL
+  PRIMARY KEY (name, pid)
 );`;
 
 /**

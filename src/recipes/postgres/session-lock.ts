@@ -6,7 +6,8 @@ import { BusyError, ClosedError, ConfigError } from '../../core/errors.js';
 import { LeaseController, type Lease } from '../../core/lease.js';
 import { optionalClock, optionalLogger, type Logger, type WaitOptions } from '../../core/options.js';
 import { optionalId, optionalSignal, requireOptions } from '../../core/validate.js';
-import { advisoryKey, keyArgs, validateName, validateNamespace, DEFAULT_NAMESPACE, type AdvisoryKey } from './keys.js';
+import { HOLDER_SQL, RECORD_SQL, holderOf, mustRecord, recordBefore, takeSql } from './holder.js';
+import { advisoryKey, validateName, validateNamespace, DEFAULT_NAMESPACE, type AdvisoryKey } from './keys.js';
 import { ensureSchema } from './schema.js';
 import { pgEndpoint, queryWithin, toTenureError } from './errors.js';
 import { PgSession, pgTiming, type PgTiming } from './session.js';
@@ -39,8 +40,7 @@ export interface PgLockOptions {
   clock?: Clock;
 }
 
-/** Throws a ConfigError unless `pool` is a pg Pool (a plain pg.Client cannot pin connections). */
-/** How long an acquire waits for its holder row to be written (see #claim). */
+/** How long an acquire waits for its holder row to be written (see #record). */
 const CLAIM_MS = 1000;
 
 /** The rows of the last statement of a multi-statement simple query. */
@@ -49,6 +49,7 @@ export function lastRows(r: QueryResult | QueryResult[]): Record<string, unknown
   return (last?.rows ?? []) as Record<string, unknown>[];
 }
 
+/** Throws a ConfigError unless `pool` is a pg Pool (a plain pg.Client cannot pin connections). */
 export function requirePool(pool: unknown): Pool {
   if (!pool || typeof (pool as Pool).connect !== 'function' || typeof (pool as Pool).query !== 'function' || typeof (pool as { totalCount?: unknown }).totalCount !== 'number') {
     throw new ConfigError('pool', 'must be a pg Pool (new pg.Pool(...)), not a single pg.Client');
@@ -60,9 +61,9 @@ export function requirePool(pool: unknown): Pool {
  * A lock for work that spans transactions. `acquire()` pins one client out of the pool for the
  * lease's life (pool churn cannot touch it), opens a transaction on it that lasts the lease (so a
  * transaction pooler pins the server connection too, see session.ts), waits in
- * `pg_advisory_xact_lock`, takes the fence from `tenure_fence_seq` in the same statement, records
- * the holder, and aborts the lease's signal if that connection dies. Prefer {@link withXactLock} when the work fits in
- * one transaction. One lock object is one participant: a second `acquire()` while it waits or
+ * `pg_advisory_xact_lock`, takes the fence from `tenure_fence_seq` in the same statement, shows
+ * everyone who holds it (holder.ts), and aborts the lease's signal if that connection dies.
+ * Prefer {@link withXactLock} when the work fits in one transaction. One lock object is one participant: a second `acquire()` while it waits or
  * holds rejects with BusyError.
  *
  * Hazard: without `ttlMs`, a holder that is partitioned away keeps the lock until its TCP
@@ -129,11 +130,8 @@ export class PgSessionLock implements AsyncDisposable {
         const sentAt = this.#timing.clock.now();
         // The lock is the transaction's (see session.ts: a session-level lock broke behind a
         // transaction pooler); the fence comes after the grant, in the same statement.
-        const k = keyArgs(this.#key);
-        const take = tryOnly
-          ? `SELECT nextval('tenure_fence_seq')::text AS fence, pg_backend_pid() AS pid WHERE pg_try_advisory_xact_lock(${k})`
-          : `SELECT nextval('tenure_fence_seq')::text AS fence, pg_backend_pid() AS pid FROM (SELECT pg_advisory_xact_lock(${k})) AS l`;
-        const q = s.query(s.lockSql(take));
+        const before = recordBefore(s.client, this.name, this.id);
+        const q = s.query(before + s.lockSql(takeSql(this.#key, tryOnly)));
         // A try answers at once, so it is bounded like any call; a wait is bounded by the caller.
         const answered = tryOnly ? queryWithin(q, this.#timing.callTimeoutMs, `postgres lock '${this.name}': tryAcquire`, pgEndpoint(this.#pool), () => void s.close(true)) : q;
         const r = await raceSignal(answered, scope.signal).catch(async (e: unknown) => {
@@ -147,7 +145,7 @@ export class PgSessionLock implements AsyncDisposable {
           return undefined;
         }
         const fence = row.fence;
-        await this.#claim(BigInt(fence), row.pid);
+        if (mustRecord(s.client, row.pid, this.name, this.id, before !== '')) await this.#record(row.pid);
         const from = await raceSignal(this.#confirm(s, sentAt), scope.signal);
         if (from === undefined) {
           await s.close(true);
@@ -221,24 +219,13 @@ export class PgSessionLock implements AsyncDisposable {
   }
 
   /**
-   * Who holds the lock: the recorded id and fence of the backend that holds the advisory lock now
-   * (a row whose backend no longer holds it is never reported). A holder that took the same key
-   * another way (an xact lock of the same name) is reported with id `pid:<backend pid>` and no fence.
+   * Writes this participant's row for backend `pid` (see holder.ts: only when a client that
+   * looked like it owned its backend was granted the lock by another one). Its own short transaction on the pool,
+   * bounded: a pool whose every connection waits for this very lock must not keep the holder from
+   * its lease; a row not written makes `holder()` show `pid:<pid>`, nothing worse.
    */
-  /**
-   * Records who holds the lock (`tenure_holder`) for {@link holder}. It cannot go in the lock's
-   * own transaction (uncommitted, nobody would see it), so it is its own short transaction on the
-   * pool, bounded: a pool whose every connection waits for this very lock must not keep the
-   * holder from its lease. A row never overwrites a newer holder's (the fence guards it), and
-   * holder() believes a row only while its pid holds the lock.
-   */
-  async #claim(fence: bigint, pid: number): Promise<void> {
-    const write = this.#pool.query(
-      `INSERT INTO tenure_holder (name, holder_id, fence, pid) VALUES ($1, $2, $3, $4)
-       ON CONFLICT (name) DO UPDATE SET holder_id = EXCLUDED.holder_id, fence = EXCLUDED.fence, pid = EXCLUDED.pid
-       WHERE tenure_holder.fence < EXCLUDED.fence`,
-      [this.name, this.id, fence.toString(), pid],
-    );
+  async #record(pid: number): Promise<void> {
+    const write = this.#pool.query(RECORD_SQL, [this.name, pid, this.id]);
     let timer: NodeJS.Timeout | undefined;
     const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, CLAIM_MS)));
     await Promise.race([write.then(() => undefined), bound])
@@ -247,28 +234,23 @@ export class PgSessionLock implements AsyncDisposable {
     write.catch(() => undefined);
   }
 
-  /** Who holds the lock now (id and fence), read from the store; undefined when nobody does. */
+  /**
+   * Who holds the lock now, read from the store (see holder.ts): the holder's id and fence, or
+   * undefined when nobody does. A holder that took the same key another way (an xact lock of the
+   * same name) is reported with id `pid:<backend pid>` and no fence.
+   */
   async holder(options?: WaitOptions): Promise<LeaderInfo | undefined> {
     const o = requireOptions('options', options);
     const scope = waitScope(`postgres lock '${this.name}': holder`, { signal: optionalSignal('signal', o.signal), timeoutMs: o.timeoutMs });
     try {
       await raceSignal(ensureSchema(this.#pool, { callTimeoutMs: this.#timing.callTimeoutMs }), scope.signal);
       const r = await queryWithin(
-        this.#pool.query(
-          `SELECT l.pid, h.holder_id, h.fence::text AS fence FROM pg_locks l
-           LEFT JOIN tenure_holder h ON h.name = $1 AND h.pid = l.pid
-           WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2 AND l.classid = $2::bigint::oid AND l.objid = $3::bigint::oid
-             AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-           LIMIT 1`,
-          [this.name, this.#key.namespace >>> 0, this.#key.key >>> 0],
-        ),
+        this.#pool.query(HOLDER_SQL, [this.name, this.#key.namespace >>> 0, this.#key.key >>> 0]),
         this.#timing.callTimeoutMs,
         `postgres lock '${this.name}': holder`,
         pgEndpoint(this.#pool),
       );
-      const row = r.rows[0] as { pid: number; holder_id: string | null; fence: string | null } | undefined;
-      if (!row) return undefined;
-      return row.holder_id === null ? { id: `pid:${row.pid}`, fence: undefined } : { id: row.holder_id, fence: BigInt(row.fence!) };
+      return holderOf(r.rows[0] as Parameters<typeof holderOf>[0]);
     } finally {
       scope.dispose();
     }

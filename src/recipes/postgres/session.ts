@@ -2,6 +2,7 @@ import type { Pool, PoolClient, QueryResult } from 'pg';
 import type { Clock } from '../../core/clock.js';
 import { leaseTiming, LocalDeadline } from '../../core/deadline.js';
 import { ConfigError, LeaseLostError, type LeaseLostReason } from '../../core/errors.js';
+import { withoutStack } from '../../core/lease.js';
 import { optionalNumber } from '../../core/validate.js';
 import { abandonWait } from './cancel.js';
 import { connectWithin, queryWithin } from './errors.js';
@@ -166,7 +167,7 @@ export class PgSession {
     this.#stopTimers();
     if (!this.#abort.signal.aborted) {
       if (!destroy) await queryWithin(this.client.query('ROLLBACK'), this.#timing.callTimeoutMs, 'postgres session: rollback', undefined).catch(() => (destroy = true));
-      this.#abort.abort(new LeaseLostError('closed', 'postgres session closed'));
+      this.#abort.abort(withoutStack(() => new LeaseLostError('closed', 'postgres session closed')));
     }
     this.#return(destroy);
   }

@@ -1,0 +1,105 @@
+import type { PoolClient } from 'pg';
+import type { LeaderInfo } from '../../core/candidate.js';
+import { FENCE_MARKS, keyArgs, type AdvisoryKey } from './keys.js';
+
+/**
+ * Who holds a session lock, readable by everyone at once and at no extra round trip.
+ *
+ * - The **fence** is part of the lock itself: in the statement that takes it, after the grant,
+ *   the holder also takes two shared advisory locks in tenure's reserved namespaces whose keys are
+ *   the fence's high and low 32 bits (`FENCE_MARKS`). Every session sees them in `pg_locks` the
+ *   moment they are granted, uncommitted, and they end with the lock's transaction, so a fence is
+ *   never shown for a holder that is gone.
+ * - The **id** cannot be part of the lock (it is text), so it is a committed row of
+ *   `tenure_holder` keyed by (name, backend pid), written *before* the lock is taken, in the same
+ *   message (`BEGIN; upsert; COMMIT; BEGIN; take`): it is visible when the lock is, and costs no
+ *   round trip. A client connected straight to its backend (the backend pid the grant reports is
+ *   the one the server announced at connect) owns that backend, so it remembers the rows it wrote
+ *   and sends the upsert once per client, name and id, not per acquire. Through a pooler the
+ *   backend is shared and changes between transactions: such a client sends the upsert with
+ *   every acquire (a read when the row is there).
+ *
+ * `holder()` believes a row only while its backend holds the lock and both fence marks; a holder
+ * that took the key another way (an xact lock of the same name, a raw advisory lock) is reported
+ * as `pid:<backend pid>` without a fence.
+ */
+
+/** Per client that owns its backend: name → id of the rows that backend has; 'pooled' when it does not own it. */
+const known = new WeakMap<PoolClient, Map<string, string> | 'pooled'>();
+
+/**
+ * The upsert of the (name, pid) → id row for the current backend, a read only when the row is
+ * there already. Inlined: a multi-statement query takes no parameters.
+ */
+function upsert(client: PoolClient, name: string, id: string): string {
+  const [n, i] = [client.escapeLiteral(name), client.escapeLiteral(id)];
+  return `INSERT INTO tenure_holder (name, pid, holder_id) SELECT ${n}, pg_backend_pid(), ${i}
+    WHERE NOT EXISTS (SELECT 1 FROM tenure_holder WHERE name = ${n} AND pid = pg_backend_pid() AND holder_id = ${i})
+    ON CONFLICT (name, pid) DO UPDATE SET holder_id = EXCLUDED.holder_id`;
+}
+
+/** The statements to send before the lock's transaction: the row, unless this client's own backend has it already (''). */
+export function recordBefore(client: PoolClient, name: string, id: string): string {
+  const k = known.get(client);
+  return k !== 'pooled' && k?.get(name) === id ? '' : `BEGIN; ${upsert(client, name, id)}; COMMIT; `;
+}
+
+/**
+ * After a grant on backend `pid`: notes what this client's backend has, and says whether the
+ * row is missing — only when no upsert was sent (the client looked like it owned its backend)
+ * and the grant came from another backend; the caller then writes it ({@link RECORD_SQL}).
+ */
+export function mustRecord(client: PoolClient, pid: number, name: string, id: string, sent: boolean): boolean {
+  const owns = (client as { processID?: unknown }).processID === pid;
+  const k = known.get(client);
+  if (!owns) {
+    known.set(client, 'pooled');
+    return !sent;
+  }
+  if (k === undefined) known.set(client, new Map([[name, id]]));
+  else if (k !== 'pooled') k.set(name, id);
+  return false;
+}
+
+/** The row write for a backend that lacks it, on any connection: `$1` name, `$2` pid, `$3` id. */
+export const RECORD_SQL = `INSERT INTO tenure_holder (name, pid, holder_id) VALUES ($1, $2, $3)
+  ON CONFLICT (name, pid) DO UPDATE SET holder_id = EXCLUDED.holder_id`;
+
+/**
+ * The statement that takes the lock `k` (waiting, or one try), then the fence (after the grant,
+ * from the sequence), then the fence's marks; it yields `fence` and `pid`, or no row when a try
+ * found the lock taken. The middle
+ * subquery is not flattened (it has a volatile target), so `nextval` runs once, after the lock.
+ */
+export function takeSql(k: AdvisoryKey, tryOnly: boolean): string {
+  const fenceOf = tryOnly
+    ? `SELECT nextval('tenure_fence_seq') AS f WHERE pg_try_advisory_xact_lock(${keyArgs(k)})`
+    : `SELECT nextval('tenure_fence_seq') AS f FROM (SELECT pg_advisory_xact_lock(${keyArgs(k)})) AS l`;
+  return `SELECT f::text AS fence, pg_backend_pid() AS pid,
+    pg_advisory_xact_lock_shared(${FENCE_MARKS.high}, (f >> 32)::int) AS hi,
+    pg_advisory_xact_lock_shared(${FENCE_MARKS.low}, f::bit(32)::int) AS lo
+    FROM (${fenceOf}) AS x`;
+}
+
+/**
+ * The holder of the lock `$2, $3` (namespace, key; as unsigned) named `$1`: one snapshot of
+ * pg_locks (materialized, so the lock and its marks are read together), the marks joined by pid.
+ */
+export const HOLDER_SQL = `WITH l AS MATERIALIZED (
+    SELECT pid, classid::bigint AS ns, objid::bigint AS k FROM pg_locks
+    WHERE locktype = 'advisory' AND granted AND objsubid = 2
+      AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))
+  SELECT m.pid, h.holder_id, ((hi.k << 32) | lo.k)::text AS fence
+  FROM l m
+  LEFT JOIN l hi ON hi.pid = m.pid AND hi.ns = ${FENCE_MARKS.high >>> 0}
+  LEFT JOIN l lo ON lo.pid = m.pid AND lo.ns = ${FENCE_MARKS.low >>> 0}
+  LEFT JOIN tenure_holder h ON h.name = $1 AND h.pid = m.pid AND hi.pid IS NOT NULL AND lo.pid IS NOT NULL
+  WHERE m.ns = $2 AND m.k = $3
+  LIMIT 1`;
+
+/** A HOLDER_SQL row as a LeaderInfo. */
+export function holderOf(row: { pid: number; holder_id: string | null; fence: string | null } | undefined): LeaderInfo | undefined {
+  if (!row) return undefined;
+  const fence = row.fence === null ? undefined : BigInt(row.fence);
+  return { id: row.holder_id ?? `pid:${row.pid}`, fence };
+}
