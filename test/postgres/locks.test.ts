@@ -146,6 +146,26 @@ describe('PgSessionLock', () => {
     await xact;
   });
 
+  it('keeps one holder row per live backend: the rows of backends that are gone are dropped', async () => {
+    const name = 'session-rows';
+    const rows = async (): Promise<number[]> => (await pool.query('SELECT pid FROM tenure_holder WHERE name = $1 ORDER BY pid', [name])).rows.map((r: { pid: number }) => r.pid);
+    const victim = makePool({ ...server.connectionConfig, max: 1 });
+    const first = await new PgSessionLock(victim, name, { id: 'first' }).acquire();
+    const [gone] = await advisoryLocks(pool);
+    await first.release();
+    expect(await rows()).toEqual([gone!.pid]);
+    await pool.query('SELECT pg_terminate_backend($1)', [gone!.pid]);
+    await until(async () => ((await pool.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [gone!.pid])).rowCount === 0 ? true : undefined));
+    await victim.end();
+    // Another participant's first acquire on its connection drops the dead backend's row.
+    const churny = makePool({ ...server.connectionConfig, max: 1 });
+    const second = await new PgSessionLock(churny, name, { id: 'second' }).acquire();
+    const [live] = await advisoryLocks(pool);
+    expect(await rows()).toEqual([live!.pid]);
+    await second.release();
+    await churny.end();
+  });
+
   it('survives pool churn because its client is pinned out of the pool', async () => {
     const churny = makePool({ ...server.connectionConfig, max: 3, idleTimeoutMillis: 10 });
     const lease = await new PgSessionLock(churny, 'session-churn').acquire();

@@ -28,20 +28,21 @@ import { FENCE_MARKS, keyArgs, type AdvisoryKey } from './keys.js';
 const known = new WeakMap<PoolClient, Map<string, string> | 'pooled'>();
 
 /**
- * The upsert of the (name, pid) → id row for the current backend, a read only when the row is
- * there already. Inlined: a multi-statement query takes no parameters.
+ * The statements to send before the lock's transaction, or '' when this client's own backend has
+ * its row already: the rows of this name whose backend is gone are dropped (so the table holds at
+ * most one row per live backend and name), then the (name, pid) → id row is upserted (a read
+ * when it is there). Inlined: a multi-statement query takes no parameters.
  */
-function upsert(client: PoolClient, name: string, id: string): string {
-  const [n, i] = [client.escapeLiteral(name), client.escapeLiteral(id)];
-  return `INSERT INTO tenure_holder (name, pid, holder_id) SELECT ${n}, pg_backend_pid(), ${i}
-    WHERE NOT EXISTS (SELECT 1 FROM tenure_holder WHERE name = ${n} AND pid = pg_backend_pid() AND holder_id = ${i})
-    ON CONFLICT (name, pid) DO UPDATE SET holder_id = EXCLUDED.holder_id`;
-}
-
-/** The statements to send before the lock's transaction: the row, unless this client's own backend has it already (''). */
 export function recordBefore(client: PoolClient, name: string, id: string): string {
   const k = known.get(client);
-  return k !== 'pooled' && k?.get(name) === id ? '' : `BEGIN; ${upsert(client, name, id)}; COMMIT; `;
+  if (k !== 'pooled' && k?.get(name) === id) return '';
+  const [n, i] = [client.escapeLiteral(name), client.escapeLiteral(id)];
+  return `BEGIN;
+    DELETE FROM tenure_holder h WHERE h.name = ${n} AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = h.pid);
+    INSERT INTO tenure_holder (name, pid, holder_id) SELECT ${n}, pg_backend_pid(), ${i}
+      WHERE NOT EXISTS (SELECT 1 FROM tenure_holder WHERE name = ${n} AND pid = pg_backend_pid() AND holder_id = ${i})
+      ON CONFLICT (name, pid) DO UPDATE SET holder_id = EXCLUDED.holder_id;
+    COMMIT; `;
 }
 
 /**

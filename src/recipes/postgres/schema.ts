@@ -32,13 +32,14 @@ CREATE UNLOGGED TABLE IF NOT EXISTS tenure_holder (
 /**
  * The least privileges of every Postgres recipe and PostgresFencedResource, for a role that may
  * not CREATE (run `SCHEMA_SQL` once as an owner, then this with the role's name): nextval on the
- * fence sequence, read/insert/update of the fence and holder tables. Advisory locks and
+ * fence sequence, read/insert/update of the fence table, read/insert/update/delete of the holder
+ * table (a participant drops the rows of backends that are gone). Advisory locks and
  * cancelling one's own abandoned waits (the protocol's CancelRequest) need no grant.
  */
 export const GRANTS_SQL = (role: string): string => `
 GRANT USAGE ON SEQUENCE tenure_fence_seq TO ${role};
 GRANT SELECT, INSERT, UPDATE ON tenure_fence TO ${role};
-GRANT SELECT, INSERT, UPDATE ON tenure_holder TO ${role};`;
+GRANT SELECT, INSERT, UPDATE, DELETE ON tenure_holder TO ${role};`;
 
 const ready = new WeakMap<Pool, Promise<void>>();
 
