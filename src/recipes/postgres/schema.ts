@@ -42,6 +42,8 @@ GRANT SELECT, INSERT, UPDATE ON tenure_fence TO ${role};
 GRANT SELECT, INSERT, UPDATE, DELETE ON tenure_holder TO ${role};`;
 
 const ready = new WeakMap<Pool, Promise<void>>();
+/** Pools whose schema is known to exist (ensureSchema succeeded once). */
+const created = new WeakSet<Pool>();
 
 /** Options of {@link ensureSchema}. */
 export interface EnsureSchemaOptions {
@@ -76,10 +78,12 @@ export function ensureSchema(pool: Pool, options?: EnsureSchemaOptions): Promise
         );
         if (have.rows[0]?.ok === true) {
           client.release();
+          created.add(pool);
           return;
         }
         await queryWithin(client.query(`BEGIN; SELECT pg_advisory_xact_lock(${keyArgs(SCHEMA_LOCK)}); ${SCHEMA_SQL} COMMIT;`), ms, 'ensureSchema', pgEndpoint(pool), () => client.release(true));
         client.release();
+        created.add(pool);
       } catch (e) {
         client.release(e instanceof Error ? e : true);
         throw e;
@@ -89,4 +93,13 @@ export function ensureSchema(pool: Pool, options?: EnsureSchemaOptions): Promise
     p.catch(() => ready.delete(pool));
   }
   return p;
+}
+
+/**
+ * The recipes' way to ensure the schema: what to wait for, or undefined once this pool's schema is
+ * known to exist — every lock cycle passes here, and awaiting a settled promise through a signal
+ * race each time is work for nothing.
+ */
+export function schemaPending(pool: Pool, callTimeoutMs: number): Promise<void> | undefined {
+  return created.has(pool) ? undefined : ensureSchema(pool, { callTimeoutMs });
 }

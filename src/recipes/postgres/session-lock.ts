@@ -8,7 +8,7 @@ import { optionalClock, optionalLogger, type Logger, type WaitOptions } from '..
 import { optionalId, optionalSignal, requireOptions } from '../../core/validate.js';
 import { HOLDER_SQL, RECORD_SQL, holderOf, mustRecord, recordBefore, takeSql } from './holder.js';
 import { advisoryKey, validateName, validateNamespace, DEFAULT_NAMESPACE, type AdvisoryKey } from './keys.js';
-import { ensureSchema } from './schema.js';
+import { schemaPending } from './schema.js';
 import { pgEndpoint, queryWithin, toTenureError } from './errors.js';
 import { PgSession, pgTiming, type PgTiming } from './session.js';
 
@@ -123,7 +123,8 @@ export class PgSessionLock implements AsyncDisposable {
     const scope = waitScope(`postgres lock '${this.name}'`, { signal: o.signal ? AbortSignal.any([o.signal, this.#closing.signal]) : this.#closing.signal, timeoutMs: o.timeoutMs });
     let session: PgSession | undefined;
     try {
-      await raceSignal(ensureSchema(this.#pool, { callTimeoutMs: this.#timing.callTimeoutMs }), scope.signal);
+      const schema = schemaPending(this.#pool, this.#timing.callTimeoutMs);
+      if (schema) await raceSignal(schema, scope.signal);
       for (;;) {
         session = await PgSession.create(this.#pool, this.#timing, scope.signal);
         const s = session;
@@ -146,7 +147,8 @@ export class PgSessionLock implements AsyncDisposable {
         }
         const fence = row.fence;
         if (mustRecord(s.client, row.pid, this.name, this.id, before !== '')) await this.#record(row.pid);
-        const from = await raceSignal(this.#confirm(s, sentAt), scope.signal);
+        // A grant still well inside its lease is the holder's as it is (no await on the hot path).
+        const from = this.#live(s, sentAt) ? sentAt : await raceSignal(this.#confirm(s, sentAt), scope.signal);
         if (from === undefined) {
           await s.close(true);
           session = undefined;
@@ -176,16 +178,20 @@ export class PgSessionLock implements AsyncDisposable {
    * counts from that round trip's send. Undefined: the grant is lost (it was never handed out).
    */
   async #confirm(session: PgSession, sentAt: number): Promise<number | undefined> {
-    const { ttlMs, safetyMarginMs, clock, callTimeoutMs } = this.#timing;
-    if (ttlMs === undefined || safetyMarginMs === undefined) return sentAt;
-    const live = (from: number): boolean => !session.signal.aborted && clock.now() < from + ttlMs - safetyMarginMs;
-    if (live(sentAt)) return sentAt;
-    const from = clock.now();
-    const answered = await queryWithin(session.query('SELECT 1'), callTimeoutMs, `postgres lock '${this.name}': confirm a late grant`, pgEndpoint(this.#pool)).then(
+    if (this.#live(session, sentAt)) return sentAt;
+    const from = this.#timing.clock.now();
+    const answered = await queryWithin(session.query('SELECT 1'), this.#timing.callTimeoutMs, `postgres lock '${this.name}': confirm a late grant`, pgEndpoint(this.#pool)).then(
       () => true,
       () => false,
     );
-    return answered && live(from) ? from : undefined;
+    return answered && this.#live(session, from) ? from : undefined;
+  }
+
+  /** Whether a lease counted from `from` is still before its local deadline (always, without ttlMs). */
+  #live(session: PgSession, from: number): boolean {
+    const { ttlMs, safetyMarginMs, clock } = this.#timing;
+    if (ttlMs === undefined || safetyMarginMs === undefined) return true;
+    return !session.signal.aborted && clock.now() < from + ttlMs - safetyMarginMs;
   }
 
   /**
@@ -243,7 +249,8 @@ export class PgSessionLock implements AsyncDisposable {
     const o = requireOptions('options', options);
     const scope = waitScope(`postgres lock '${this.name}': holder`, { signal: optionalSignal('signal', o.signal), timeoutMs: o.timeoutMs });
     try {
-      await raceSignal(ensureSchema(this.#pool, { callTimeoutMs: this.#timing.callTimeoutMs }), scope.signal);
+      const schema = schemaPending(this.#pool, this.#timing.callTimeoutMs);
+      if (schema) await raceSignal(schema, scope.signal);
       const r = await queryWithin(
         this.#pool.query(HOLDER_SQL, [this.name, this.#key.namespace >>> 0, this.#key.key >>> 0]),
         this.#timing.callTimeoutMs,

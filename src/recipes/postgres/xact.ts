@@ -6,7 +6,7 @@ import { advisoryKey, keyArgs, validateName, validateNamespace, DEFAULT_NAMESPAC
 import { abandonWait } from './cancel.js';
 import { connectWithin, pgEndpoint, queryWithin, toTenureError } from './errors.js';
 import { raceSignal } from '../../core/abort.js';
-import { ensureSchema } from './schema.js';
+import { schemaPending } from './schema.js';
 import { requirePool } from './session-lock.js';
 
 /** What the function run under {@link withXactLock} gets. */
@@ -70,7 +70,8 @@ async function run<T>(pool: Pool, p: Prepared, mode: 'wait' | 'try', fn: (ctx: X
   const what = `postgres xact lock '${p.name}'`;
   const endpoint = pgEndpoint(pool);
   o.signal?.throwIfAborted();
-  await raceSignal(ensureSchema(pool, { callTimeoutMs }), o.signal);
+  const schema = schemaPending(pool, callTimeoutMs);
+  if (schema) await raceSignal(schema, o.signal);
   const client = await connectWithin(pool, callTimeoutMs, `${what}: connect`, o.signal);
   let destroy: Error | undefined;
   let returned = false;
