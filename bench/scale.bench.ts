@@ -143,6 +143,25 @@ async function etcdWatchers(etcd: EtcdServer): Promise<number> {
 }
 
 /**
+ * The server's watcher count once the previous round's watchers are gone: a finished watcher
+ * lingers up to 1 s (watch.ts) and closing sessions cancel theirs meanwhile, so a count read at
+ * once was a baseline that later fell (a 2-participant round then never saw its 2 new watchers).
+ * Unchanged for 1.5 s, or 15 s at most.
+ */
+async function settledWatchers(etcd: EtcdServer): Promise<number> {
+  let last = await etcdWatchers(etcd);
+  let since = performance.now();
+  const end = since + 15_000;
+  while (performance.now() < end) {
+    await sleep(250);
+    const now = await etcdWatchers(etcd);
+    if (now !== last) [last, since] = [now, performance.now()];
+    else if (performance.now() - since >= 1500) break;
+  }
+  return last;
+}
+
+/**
  * n participants in one etcd election: the leader in a worker (TTL 2 s), n − 1 here on `clients`
  * (participant i on client i mod clients.length). etcd3 attaches a client's watchers one at a
  * time, each waiting for etcd's 'created' reply, and with 2,000 watchers and 1,000 keepalive
@@ -158,7 +177,7 @@ async function etcdElectionScale(etcd: EtcdServer, clients: Etcd3[], n: number):
     await leader.waitFor('elected');
     const before = heap();
     sessions = await batched(n - 1, 50, (i) => etcdSessionOn(clients[i % clients.length]!, FOLLOWER_SESSION_MS / 1000));
-    const watchers0 = await etcdWatchers(etcd);
+    const watchers0 = await settledWatchers(etcd);
     const t0 = process.hrtime.bigint();
     const elections = sessions.map((s, i) => etcdElection(s, name, `p${i}`));
     const failed = { n: 0 };
