@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EtcdServer, PostgresServer } from '../../src/testing/index.js';
 import { exited, runExample, type Line } from '../helpers/example.js';
 import { pollValue } from '../helpers/wait.js';
+import { makePool } from '../postgres/helpers.js';
 
 /**
  * The runnable examples of issue 11, as users run them, on a real etcd and Postgres:
@@ -16,7 +17,7 @@ let postgres: PostgresServer;
 let pool: pg.Pool;
 beforeAll(async () => {
   [etcd, postgres] = await Promise.all([new EtcdServer().start(), new PostgresServer().start()]);
-  pool = new pg.Pool(postgres.connectionConfig);
+  pool = makePool(postgres.connectionConfig); // (with an error listener: idle clients see the server's shutdown at teardown)
 });
 afterAll(async () => {
   await pool?.end();
