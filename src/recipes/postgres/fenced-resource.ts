@@ -5,7 +5,7 @@ import { optionalNumber, requireFunction, requireOptions, requireString } from '
 import { connectWithin, pgEndpoint, queryWithin } from './errors.js';
 
 const MAX_BIGINT = 2n ** 63n - 1n;
-import { ensureSchema } from './schema.js';
+import { schemaPending } from './schema.js';
 import { requirePool } from './session-lock.js';
 import { requireFence, type FencedResource } from '../../core/fencing.js';
 
@@ -69,7 +69,7 @@ export class PostgresFencedResource implements FencedResource<PoolClient> {
     requireFunction('fn', fn);
     const o = requireOptions('options', options);
     if (o.client !== undefined) return this.#writeIn(o.client, fence, fn);
-    await ensureSchema(this.#pool, { callTimeoutMs: this.#callTimeoutMs });
+    await schemaPending(this.#pool, this.#callTimeoutMs);
     const client = await connectWithin(this.#pool, this.#callTimeoutMs, `fenced write to ${this.name}`);
     let broken: Error | undefined;
     const onError = (e: Error): void => void (broken = e);
@@ -108,7 +108,7 @@ export class PostgresFencedResource implements FencedResource<PoolClient> {
   }
 
   async highestFence(): Promise<bigint> {
-    await ensureSchema(this.#pool, { callTimeoutMs: this.#callTimeoutMs });
+    await schemaPending(this.#pool, this.#callTimeoutMs);
     const r = await queryWithin(this.#pool.query('SELECT fence::text AS fence FROM tenure_fence WHERE resource = $1', [this.name]), this.#callTimeoutMs, `highestFence of ${this.name}`, pgEndpoint(this.#pool));
     return BigInt((r.rows[0]?.fence as string | undefined) ?? '0');
   }

@@ -69,8 +69,8 @@ export const RECORD_SQL = `INSERT INTO tenure_holder (name, pid, holder_id) VALU
 /**
  * The statement that takes the lock `k` (waiting, or one try), then the fence (after the grant,
  * from the sequence), then the fence's marks; it yields `fence` and `pid`, or no row when a try
- * found the lock taken. The middle
- * subquery is not flattened (it has a volatile target), so `nextval` runs once, after the lock.
+ * found the lock taken. The middle subquery is not flattened (it has a volatile target), so
+ * `nextval` runs once, after the lock.
  */
 export function takeSql(k: AdvisoryKey, tryOnly: boolean): string {
   const fenceOf = tryOnly

@@ -63,8 +63,8 @@ export function requirePool(pool: unknown): Pool {
  * transaction pooler pins the server connection too, see session.ts), waits in
  * `pg_advisory_xact_lock`, takes the fence from `tenure_fence_seq` in the same statement, shows
  * everyone who holds it (holder.ts), and aborts the lease's signal if that connection dies.
- * Prefer {@link withXactLock} when the work fits in one transaction. One lock object is one participant: a second `acquire()` while it waits or
- * holds rejects with BusyError.
+ * Prefer {@link withXactLock} when the work fits in one transaction. One lock object is one
+ * participant: a second `acquire()` while it waits or holds rejects with BusyError.
  *
  * Hazard: without `ttlMs`, a holder that is partitioned away keeps the lock until its TCP
  * connection dies; set `ttlMs` for a lease the server enforces.
@@ -226,9 +226,10 @@ export class PgSessionLock implements AsyncDisposable {
 
   /**
    * Writes this participant's row for backend `pid` (see holder.ts: only when a client that
-   * looked like it owned its backend was granted the lock by another one). Its own short transaction on the pool,
-   * bounded: a pool whose every connection waits for this very lock must not keep the holder from
-   * its lease; a row not written makes `holder()` show `pid:<pid>`, nothing worse.
+   * looked like it owned its backend was granted the lock by another one, as behind a pooler that
+   * passes a backend's key through). Its own short transaction on the pool, bounded: a pool whose
+   * every connection waits for this very lock must not keep the holder from its lease; a row not
+   * written makes `holder()` show `pid:<pid>`, nothing worse.
    */
   async #record(pid: number): Promise<void> {
     const write = this.#pool.query(RECORD_SQL, [this.name, pid, this.id]);
