@@ -40,5 +40,5 @@ const backend = (): CandidateBackend => ({
   async cleanup() {},
 });
 
-candidateContract('etcd EtcdElection', backend);
+candidateContract('etcd EtcdElection', backend, { queuesOnSession: true });
 managerContract('etcd EtcdElection', backend);

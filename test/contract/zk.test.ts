@@ -41,5 +41,5 @@ const backend = (): CandidateBackend => ({
   async cleanup() {},
 });
 
-candidateContract('ZooKeeper LeaderLatch', backend);
+candidateContract('ZooKeeper LeaderLatch', backend, { queuesOnSession: true });
 managerContract('ZooKeeper LeaderLatch', backend);

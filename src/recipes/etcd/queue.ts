@@ -22,6 +22,13 @@ import { HolderWatch, waitDeleted, watchOwn, type OwnWatch, type Txn } from './w
  * every earlier holder (their puts, proclaims and deletion included).
  */
 
+/** A claim whose reply was read past its lease's local deadline (see `acquire`). */
+class LateClaimError extends SessionExpiredError {
+  constructor(cause: TenureError) {
+    super(cause.message, { cause });
+  }
+}
+
 /** One place in the queue: the key of one session lease, claimed for one acquisition. */
 export interface Slot {
   readonly epoch: LeaseEpoch;
@@ -191,8 +198,13 @@ export class RevisionQueue {
     try {
       return await this.#acquireOn(await this.session.live(signal, this.what), value, signal, opts);
     } catch (e) {
-      // The lease was revoked before a keepalive could tell the session: it is lost; go again on a new one.
-      if (!(e instanceof SessionExpiredError && e.cause instanceof etcd3.EtcdLeaseInvalidError)) throw e;
+      // The lease was revoked before a keepalive could tell the session, or the claim was read
+      // past the lease's local deadline: that lease is lost; go again (once) on a new one.
+      if (e instanceof LateClaimError) {
+        this.session.logger.warn({ err: e.cause }, `${this.what}: claim read past the lease's local deadline; queueing again on a new lease`);
+      } else if (!(e instanceof SessionExpiredError && e.cause instanceof etcd3.EtcdLeaseInvalidError)) {
+        throw e;
+      }
       return this.#acquireOn(await this.session.live(signal, this.what), value, signal, opts);
     }
   }
@@ -230,6 +242,10 @@ export class RevisionQueue {
         fence = await this.#waitAndClaim(slot, value, AbortSignal.any([scope, watch.gone]), queued.first);
         watch.stop();
       }
+      // The claim committed while the lease lived, but its reply may have been read past the
+      // local deadline (the process paused with it in its socket): by then the lease may have
+      // expired at the server and a successor been granted. Not a grant: go again on a new lease.
+      if (epoch.lost) throw new LateClaimError(this.session.expiredError(this.what, epoch));
       return { slot, fence };
     } catch (e) {
       watch?.stop();
@@ -237,7 +253,7 @@ export class RevisionQueue {
       if (slot) await this.#undo(slot);
       else this.session.freeKey(key, token);
       if (signal.aborted) throw signal.reason;
-      if (epoch.signal.aborted && !(e instanceof SessionExpiredError && e.cause instanceof etcd3.EtcdLeaseInvalidError)) throw this.session.expiredError(this.what, epoch);
+      if (epoch.signal.aborted && !(e instanceof LateClaimError) && !(e instanceof SessionExpiredError && e.cause instanceof etcd3.EtcdLeaseInvalidError)) throw this.session.expiredError(this.what, epoch);
       if (watch?.gone.aborted) throw watch.gone.reason;
       throw e;
     }

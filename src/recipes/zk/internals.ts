@@ -70,6 +70,8 @@ export class LockInternals {
             fence = longToBigInt(stat.czxid);
           }
           if (session.conn() !== conn) throw new NodeGoneError(path);
+          // The verdict holds only while our session is surely alive at the server: `connected`
+          // checks the local deadline now (a listing read past it, after a pause, may be stale).
           if (!session.connected) {
             await session.whenConnected({ signal: AbortSignal.any([signal, conn.signal]) });
             continue;

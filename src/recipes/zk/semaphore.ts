@@ -101,6 +101,9 @@ export class InterProcessSemaphoreV2 implements AsyncDisposable {
         }
         const stat = await statOf(session, conn, path, signal);
         if (!stat || stat.ephemeralOwner.toString('hex') !== conn.sessionId) throw new NodeGoneError(path);
+        // As the lock internals: a slot counted on a listing read past the local deadline (or
+        // while disconnected) is not granted; queue again.
+        if (session.conn() !== conn || !session.connected) throw new NodeGoneError(path);
         const held = { path, fence: longToBigInt(stat.czxid), conn, epoch: session.signal };
         return this.#internals.lease(this.path, held).lease;
       } catch (e) {

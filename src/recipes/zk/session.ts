@@ -100,9 +100,15 @@ export class ZkSession extends EventEmitter<ZkSessionEvents> implements AsyncDis
     return this.#closed.signal.aborted;
   }
 
-  /** True while connected and the current epoch is live. */
+  /**
+   * True while connected, the current epoch is live and its local deadline has not passed. The
+   * deadline is checked now, on the clock, not left to its timer: a process resumed after a pause
+   * reads its socket before its timers run, and a reply read then may show a queue the server
+   * has changed since (our session expired, a successor granted). A deadline found passed here
+   * ends the session at once, as its timer would have.
+   */
   get connected(): boolean {
-    return this.#connected && !this.#epoch.signal.aborted;
+    return this.#connected && !this.#epoch.signal.aborted && !this.#liveness.expired();
   }
 
   /**

@@ -174,7 +174,7 @@ export function checkHistory(history: History, options?: CheckOptions): CheckRes
       violations.push({
         rule: 'overlap',
         t: from,
-        message: `${b.process} (fence ${b.fence}) was granted ${ms(to - from).toFixed(1)} ms before ${a.process}'s term (fence ${a.fence}) ended (${a.endedBy})`,
+        message: `${b.process} (fence ${b.fence}, its term ended: ${b.endedBy}) was granted while ${a.process}'s term (fence ${a.fence}, ended: ${a.endedBy}) was live: they overlapped ${ms(to - from).toFixed(1)} ms`,
       });
     }
   }
