@@ -21,6 +21,9 @@ export interface LeaderInfo {
  * - `campaign()` resolves with the term; while a term is live it resolves with that same term
  *   (it never queues twice). A second `campaign()` while one is in flight rejects with BusyError.
  *   An aborted or timed-out campaign leaves nothing queued at the store and no listener attached.
+ * - A grant read past the candidate's own local deadline (its process paused with the reply
+ *   unread) is never handed out: the store may have given the term away since; the campaign
+ *   goes on, on a fresh lease or session.
  * - After any loss (lease expired or revoked, session expired, connection lost) the same object
  *   campaigns again on a fresh lease or session; the new term's fence exceeds the old one's.
  * - `resign()` ends the term and stays a candidate; `close()` ends it for good (a campaign in
