@@ -102,6 +102,51 @@ describe('etcd recipes on a 3-member cluster', () => {
     expect(ts.length).toBeGreaterThanOrEqual(2);
   });
 
+  it("a watch served by a member that lags behind never takes the deletion of a name's earlier key for a deletion of the current one", async () => {
+    const { waitDeleted, watchOwn } = await import('../../src/recipes/etcd/watch.js');
+    const { silentLogger } = await import('../../src/core/options.js');
+    const leader = await cluster.waitForLeader();
+    const lagging = cluster.members.find((m) => m !== leader)!;
+    const writer = pool.client([leader.endpoint]);
+    // Every watch of these clients is served by the lagging member (one client per watch: a
+    // client attaches its watches one at a time, and both must be asked for while it lags).
+    const [ownClient, predClient] = [pool.client([lagging.endpoint]), pool.client([lagging.endpoint])];
+    const txn = (req: Parameters<typeof writer.kv.txn>[0]) => writer.kv.txn(req);
+    const key = Buffer.from(uniqueName('lag'));
+    await writer.put(key).value('first');
+    // The watch streams are up before the member stops, so later watch requests sit in its socket.
+    const warm = [ownClient, predClient].map((c) => c.watch().key(`${key.toString()}-warm`).watcher());
+    await Promise.all(warm.map((w) => new Promise((r) => w.once('connected', r))));
+    const ac = new AbortController();
+    let own: ReturnType<typeof watchOwn> | undefined;
+    try {
+      await lagging.pause();
+      await writer.delete().key(key); // committed by the other two members: the lagging one applies it later
+      const put = await writer.kv.put({ key, value: Buffer.from('second') });
+      const rev = BigInt(put.header.revision);
+      own = watchOwn(ownClient, txn, key, rev, ac.signal, 'lag test', silentLogger());
+      let predGone = false;
+      const pred = waitDeleted(predClient, txn, { key, create_revision: String(rev) } as never, ac.signal, silentLogger()).then(() => (predGone = true));
+      await new Promise((r) => setTimeout(r, 100)); // both watch requests written to the stopped member
+      await lagging.resume();
+      // The member creates the watches at the revision it has applied (before the deletion), then
+      // catches up: once it serves the current key, any replayed deletion has been delivered.
+      await until(async () => (await ownClient.get(key.toString()).serializable(true).string()) === 'second', 20_000, 'the lagging member catches up');
+      await new Promise((r) => setTimeout(r, 300));
+      expect(own.gone.aborted).toBe(false);
+      expect(predGone).toBe(false);
+      // The current key's own deletion is seen by both.
+      await writer.delete().key(key);
+      await until(() => own!.gone.aborted && predGone, 20_000, 'the deletion of the current key seen');
+      await pred;
+    } finally {
+      if (lagging.paused) await lagging.resume();
+      own?.stop();
+      ac.abort();
+      await Promise.all(warm.map((w) => w.cancel().catch(() => undefined)));
+    }
+  });
+
   it('observe keeps reporting leader changes across the death of a member', async () => {
     const { EtcdElection } = await import('../../src/recipes/etcd/election.js');
     const name = uniqueName('obs');

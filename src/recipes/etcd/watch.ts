@@ -53,7 +53,11 @@ export async function waitDeleted(client: Etcd3, txn: Txn, pred: IKeyValue, sign
     await new Promise<void>((resolve, reject) => {
       onAbort = () => reject(signal.reason);
       signal.addEventListener('abort', onAbort, { once: true });
-      w.on('delete', () => resolve());
+      // Only this incarnation's deletion: a watch served by a member that has not applied every
+      // revision yet starts behind, and may replay the deletion of an earlier key of that name.
+      w.on('delete', (kv: IKeyValue) => {
+        if (BigInt(kv.mod_revision) > BigInt(pred.create_revision)) resolve();
+      });
       w.on('error', (e: unknown) => {
         logger.debug({ err: e, key: key.toString() }, 'predecessor watch failed; re-checking');
         failed = true;
@@ -89,7 +93,12 @@ export function watchOwn(client: Etcd3, txn: Txn, keyBuf: Buffer, rev: bigint, s
   const stopped = new AbortController();
   const gone = (): void => ctl.abort(new SessionExpiredError(`${what}: own key ${keyBuf.toString()} was deleted (lease expired or revoked)`));
   const w = client.watch().key(keyBuf).only('delete').watcher();
-  w.on('delete', gone);
+  // "Now" is the serving member's now: one that lags behind the member our txns went to replays
+  // the deletion of this name's previous key (our own last release). Only a deletion after our
+  // key was created counts.
+  w.on('delete', (kv: IKeyValue) => {
+    if (BigInt(kv.mod_revision) > rev) gone();
+  });
   w.on('error', (e: unknown) => logger.warn({ err: e, key: keyBuf.toString() }, `${what}: own-key watch failed`));
   w.once('connected', () => {
     txn({ compare: [], success: [{ request_range: { key: keyBuf, keys_only: true } }], failure: [] }, AbortSignal.any([signal, stopped.signal])).then((r) => {
