@@ -34,9 +34,15 @@ manager.onElected(async ({ signal, fence }) => {
       await ledger.write(fence, (tx) => tx.query('INSERT INTO ledger_entries (ledger, entry, writer, fence) VALUES ($1, $2, $3, $4)', [name, entry, id, String(fence)]));
       say('wrote', { entry, fence: String(fence) });
     } catch (e) {
-      if (!(e instanceof StaleFenceError)) throw e;
-      say('refused', { entry, fence: String(fence), highest: String(e.highest) });
-      return; // a successor has written: this term is over, whatever this process believes
+      if (e instanceof StaleFenceError) {
+        say('refused', { entry, fence: String(fence), highest: String(e.highest) });
+        return; // a successor has written: this term is over, whatever this process believes
+      }
+      // Its connection failed mid-write — or the server ended a session this process stalled
+      // inside (a write holds the resource's row lock, so a stalled one is cut off after the
+      // resource's idleTimeoutMs rather than block the successor): nothing of it committed.
+      say('write-failed', { entry, fence: String(fence), error: (e as Error).message });
+      throw e;
     }
     await new Promise((r) => setTimeout(r, 50));
   }

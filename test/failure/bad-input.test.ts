@@ -170,6 +170,7 @@ const rows = (): Row[] => [
   { covers: ['XactLockOptions.signal'], field: 'signal', values: SIGNAL, call: (v) => tryWithXactLock(pool, 'x', () => 1, opt({ signal: v })) },
   { covers: ['XactLockOptions.timeoutMs'], field: 'timeoutMs', values: [...INT_MS, 0, 2 ** 32], call: (v) => withXactLock(pool, 'x', () => 1, opt({ timeoutMs: v })) },
   { covers: ['XactLockOptions.idleTimeoutMs'], field: 'idleTimeoutMs', values: [...INT_MS, 0, 2 ** 32], call: (v) => withXactLock(pool, 'x', () => 1, opt({ idleTimeoutMs: v })) },
+  { covers: ['PostgresFencedResourceOptions.idleTimeoutMs'], field: 'idleTimeoutMs', values: [...INT_MS, 0, 2 ** 32], call: async (v) => new PostgresFencedResource(pool, 'x', opt({ idleTimeoutMs: v })) },
   { covers: ['arg:pg.fn'], field: 'fn', values: [1, 'x', null], call: (v) => withXactLock(pool, 'x', v as never) },
   { covers: ['arg:pg.fence', 'PostgresFencedWriteOptions.client'], field: 'fence', values: [-1n, 1, '1', 2n ** 63n], call: (v) => new PostgresFencedResource(pool, 'x').write(v as bigint, () => 1, opt({ client: undefined })) },
   // Lifecycle.

@@ -58,3 +58,25 @@ it('refuses a missing pool or an empty resource name with ConfigError', () => {
   expect(() => new PostgresFencedResource(pool, '')).toThrow(ConfigError);
   expect(() => new PostgresFencedResource({} as pg.Pool, 'x')).toThrow(/^pool:/);
 });
+
+it('a writer stalled inside its write (its function waits; as a paused process would) loses its session after idleTimeoutMs, so the next writer is not blocked behind its row lock', async () => {
+  const name = `stalled-${++n}`;
+  const stalled = new PostgresFencedResource(pool, name, { idleTimeoutMs: 500 });
+  const next = new PostgresFencedResource(pool, name); // waits up to its callTimeoutMs (5 s) per statement
+  let entered!: () => void;
+  const inside = new Promise<void>((r) => (entered = r));
+  let wake!: () => void;
+  const woken = new Promise<void>((r) => (wake = r));
+  const first = stalled.write(1n, async (tx) => {
+    await put(tx, name, 'stalled');
+    entered();
+    await woken; // idle in transaction, holding the resource's row lock
+  });
+  first.catch(() => undefined);
+  await inside;
+  await next.write(2n, (tx) => put(tx, name, 'next')); // rejects (StoreUnavailableError) if it waits out the stalled writer
+  wake();
+  await expect(first).rejects.toThrow(); // its session was ended: nothing of it committed
+  expect((await pool.query('SELECT v FROM contract_data WHERE k = $1', [name])).rows[0]?.v).toBe('next');
+  expect(await next.highestFence()).toBe(2n);
+});

@@ -17,6 +17,15 @@ export interface PostgresFencedResourceOptions {
    * bound. @default 5000
    */
   callTimeoutMs?: number;
+  /**
+   * Server-side bound on a writer stalled inside its write (its process paused, a long GC, your
+   * function awaiting something slow between statements): `idle_in_transaction_session_timeout`
+   * for the write's transaction. Past it the server ends that session and the write rolls back,
+   * so the resource's row lock, which every writer of the resource takes, is free for the next
+   * one instead of held until the stalled process wakes. Not applied with `options.client` (that
+   * transaction is yours: withXactLock has its own `idleTimeoutMs`). @default callTimeoutMs
+   */
+  idleTimeoutMs?: number;
 }
 
 /** Options of one fenced write. */
@@ -46,12 +55,17 @@ export class PostgresFencedResource implements FencedResource<PoolClient> {
   readonly name: string;
   readonly #pool: Pool;
   readonly #callTimeoutMs: number;
+  /** The write transaction's first statements: BEGIN and its idle bound, in one message. */
+  readonly #begin: string;
 
   /** @param resource the resource's name (its row in `tenure_fence`). */
   constructor(pool: Pool, resource: string, options?: PostgresFencedResourceOptions) {
     this.#pool = requirePool(pool);
     this.name = requireString('resource', resource, { maxLength: 1000 });
-    this.#callTimeoutMs = optionalNumber('callTimeoutMs', requireOptions('options', options).callTimeoutMs, 5000, { integer: true, min: 1, max: 2 ** 31 - 1 });
+    const o = requireOptions('options', options);
+    this.#callTimeoutMs = optionalNumber('callTimeoutMs', o.callTimeoutMs, 5000, { integer: true, min: 1, max: 2 ** 31 - 1 });
+    const idle = optionalNumber('idleTimeoutMs', o.idleTimeoutMs, this.#callTimeoutMs, { integer: true, min: 1, max: 2 ** 31 - 1 });
+    this.#begin = `BEGIN; SET LOCAL idle_in_transaction_session_timeout = ${idle}`;
   }
 
   /**
@@ -77,7 +91,7 @@ export class PostgresFencedResource implements FencedResource<PoolClient> {
     // Past the bound the connection is destroyed on release (its transaction rolls back).
     const bound = <R>(q: Promise<R>): Promise<R> => queryWithin(q, this.#callTimeoutMs, `fenced write to ${this.name}`, pgEndpoint(this.#pool), () => (broken ??= new TenureError('postgres: no answer in time')));
     try {
-      await bound(client.query('BEGIN'));
+      await bound(client.query(this.#begin));
       const r = await bound(client.query(UPSERT, [this.name, fence.toString()]));
       if (r.rowCount === 0) {
         const h = await bound(client.query('SELECT fence::text AS fence FROM tenure_fence WHERE resource = $1', [this.name]));
