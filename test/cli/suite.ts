@@ -208,7 +208,10 @@ export function cliSuite(backend: 'etcd' | 'zk' | 'redis' | 'postgres', start: (
         await campaigning(b);
         await new Promise((r) => setTimeout(r, 500));
         proxy.blackhole();
-        const second = await log.waitFor((e) => e.event === 'start', 2);
+        const second = await log.waitFor((e) => e.event === 'start', 2).catch((e: unknown) => {
+          console.log(`[${backend}] no second start; a's stderr:\n${a.stderr()}\nb's stderr:\n${b.stderr()}\nevents: ${JSON.stringify(log.events(), (_k, v: unknown) => (typeof v === "bigint" ? String(v) : v))}`);
+          throw e;
+        });
         const term = log.events().find((e) => e.event === 'term' && e.id === 'a');
         expect(term, 'a command got no SIGTERM before the next one started').toBeDefined();
         expect(term!.t).toBeLessThan(second.t);

@@ -107,6 +107,21 @@ describe('withXactLock', () => {
 });
 
 describe('PgSessionLock', () => {
+  it('a waiter granted with less than a heartbeat period of its lease left confirms the grant first: its lease starts with about a full TTL, not about to end', async () => {
+    const a = new PgSessionLock(pool, 'late-waiter', { ttlMs: 2000 });
+    let offset = 0;
+    const b = new PgSessionLock(pool, 'late-waiter', { ttlMs: 2000, clock: { now: () => performance.now() + offset } });
+    const held = await a.acquire();
+    const waiting = b.acquire();
+    await until(async () => (await pool.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock'")).rows[0].n === 1, 10_000);
+    offset += 1300; // b has waited 1.3 s of its 2 s lease (deadline at 1.6 s): less than 667 ms left
+    await held.release();
+    const lease = await waiting;
+    expect(lease.lost).toBe(false);
+    expect(lease.remainingMs()).toBeGreaterThan(2000 / 3);
+    await lease.release();
+  });
+
   it('holds across transactions on a pinned client, and unlocks on release', async () => {
     const lock = new PgSessionLock(pool, 'session-a');
     const lease = await lock.acquire();

@@ -10,7 +10,7 @@ import { HOLDER_SQL, RECORD_SQL, holderOf, mustRecord, recordBefore, takeSql } f
 import { advisoryKey, validateName, validateNamespace, DEFAULT_NAMESPACE, type AdvisoryKey } from './keys.js';
 import { schemaPending } from './schema.js';
 import { pgEndpoint, queryWithin, toTenureError } from './errors.js';
-import { PgSession, pgTiming, type PgTiming } from './session.js';
+import { heartbeatMs, PgSession, pgTiming, type PgTiming } from './session.js';
 
 /** Options of a {@link PgSessionLock}. */
 export interface PgLockOptions {
@@ -147,8 +147,11 @@ export class PgSessionLock implements AsyncDisposable {
         }
         const fence = row.fence;
         if (mustRecord(s.client, row.pid, this.name, this.id, before !== '')) await this.#record(row.pid);
-        // A grant still well inside its lease is the holder's as it is (no await on the hot path).
-        const from = this.#live(s, sentAt) ? sentAt : await raceSignal(this.#confirm(s, sentAt), scope.signal);
+        // A grant with a heartbeat period of its lease still ahead is the holder's as it is (no
+        // await on the hot path). One that waited longer is confirmed first: counted from the
+        // send of its request, it would be handed out with its deadline about to pass (a waiter
+        // granted 1.5 s into a 2 s lease lost it before its command had started).
+        const from = this.#live(s, sentAt, heartbeatMs(this.#timing.ttlMs ?? 0)) ? sentAt : await raceSignal(this.#confirm(s), scope.signal);
         if (from === undefined) {
           await s.close(true);
           session = undefined;
@@ -170,15 +173,14 @@ export class PgSessionLock implements AsyncDisposable {
   }
 
   /**
-   * When the lease's deadline counts from: the send of the query that took the lock, while that
-   * deadline is still ahead. A grant that comes back after it (a wait longer than ttlMs −
-   * safetyMarginMs, or a process frozen or a reply held in a partition on the way) is the
-   * holder's only while its transaction lives, and the server may have timed that out and granted
-   * the lock to another: one more round trip on the connection proves it does, and the deadline
-   * counts from that round trip's send. Undefined: the grant is lost (it was never handed out).
+   * When the lease's deadline counts from, for a grant that came back with less than a heartbeat
+   * period of its lease left, or none (a long wait, a process frozen or a reply held in a
+   * partition on the way). It is the holder's only while its transaction lives, and the server
+   * may have timed that out and granted the lock to another: one more round trip on the
+   * connection proves it does (and resets the server's idle timer), and the deadline counts from
+   * that round trip's send. Undefined: the grant is lost (it was never handed out).
    */
-  async #confirm(session: PgSession, sentAt: number): Promise<number | undefined> {
-    if (this.#live(session, sentAt)) return sentAt;
+  async #confirm(session: PgSession): Promise<number | undefined> {
     const from = this.#timing.clock.now();
     const answered = await queryWithin(session.query('SELECT 1'), this.#timing.callTimeoutMs, `postgres lock '${this.name}': confirm a late grant`, pgEndpoint(this.#pool)).then(
       () => true,
@@ -187,11 +189,14 @@ export class PgSessionLock implements AsyncDisposable {
     return answered && this.#live(session, from) ? from : undefined;
   }
 
-  /** Whether a lease counted from `from` is still before its local deadline (always, without ttlMs). */
-  #live(session: PgSession, from: number): boolean {
+  /**
+   * Whether a lease counted from `from` has more than `aheadMs` left before its local deadline
+   * (always, without ttlMs).
+   */
+  #live(session: PgSession, from: number, aheadMs = 0): boolean {
     const { ttlMs, safetyMarginMs, clock } = this.#timing;
     if (ttlMs === undefined || safetyMarginMs === undefined) return true;
-    return !session.signal.aborted && clock.now() < from + ttlMs - safetyMarginMs;
+    return !session.signal.aborted && clock.now() + aheadMs < from + ttlMs - safetyMarginMs;
   }
 
   /**

@@ -27,6 +27,11 @@ export function pgTiming(o: { ttlMs?: unknown; safetyMarginMs?: unknown; callTim
   return { ...t, clock, callTimeoutMs };
 }
 
+/** The heartbeat period of a session with `ttlMs`: a third of it, like every backend's refresh. */
+export function heartbeatMs(ttlMs: number): number {
+  return ttlMs / 3;
+}
+
 /**
  * One pinned connection: the owner of liveness for Postgres session locks. The client is taken
  * out of the pool for the session's life, so pool churn never touches it; `signal` aborts when
@@ -105,7 +110,7 @@ export class PgSession {
 
   #scheduleBeat(lastSentAt: number): void {
     if (this.#abort.signal.aborted) return;
-    const wait = lastSentAt + (this.#timing.ttlMs ?? 0) / 3 - this.#timing.clock.now();
+    const wait = lastSentAt + heartbeatMs(this.#timing.ttlMs ?? 0) - this.#timing.clock.now();
     this.#hbTimer = setTimeout(() => void this.#beat(), Math.max(0, wait));
   }
 
