@@ -29,6 +29,9 @@ class LateClaimError extends SessionExpiredError {
   }
 }
 
+/** The session lease was revoked before a keepalive could tell the session. */
+const revoked = (e: unknown): boolean => e instanceof SessionExpiredError && e.cause instanceof etcd3.EtcdLeaseInvalidError;
+
 /** One place in the queue: the key of one session lease, claimed for one acquisition. */
 export interface Slot {
   readonly epoch: LeaseEpoch;
@@ -202,7 +205,7 @@ export class RevisionQueue {
       // past the lease's local deadline: that lease is lost; go again (once) on a new one.
       if (e instanceof LateClaimError) {
         this.session.logger.warn({ err: e.cause }, `${this.what}: claim read past the lease's local deadline; queueing again on a new lease`);
-      } else if (!(e instanceof SessionExpiredError && e.cause instanceof etcd3.EtcdLeaseInvalidError)) {
+      } else if (!revoked(e)) {
         throw e;
       }
       return this.#acquireOn(await this.session.live(signal, this.what), value, signal, opts);
@@ -249,11 +252,11 @@ export class RevisionQueue {
       return { slot, fence };
     } catch (e) {
       watch?.stop();
-      if (e instanceof SessionExpiredError && e.cause instanceof etcd3.EtcdLeaseInvalidError) epoch.lose('expired', `etcd session: lease ${epoch.leaseId} was revoked`);
+      if (revoked(e)) epoch.lose('expired', `etcd session: lease ${epoch.leaseId} was revoked`);
       if (slot) await this.#undo(slot);
       else this.session.freeKey(key, token);
       if (signal.aborted) throw signal.reason;
-      if (epoch.signal.aborted && !(e instanceof LateClaimError) && !(e instanceof SessionExpiredError && e.cause instanceof etcd3.EtcdLeaseInvalidError)) throw this.session.expiredError(this.what, epoch);
+      if (epoch.signal.aborted && !(e instanceof LateClaimError) && !revoked(e)) throw this.session.expiredError(this.what, epoch);
       if (watch?.gone.aborted) throw watch.gone.reason;
       throw e;
     }
