@@ -3,7 +3,8 @@ import { createWriteStream, mkdtempSync, chownSync, type WriteStream } from 'nod
 import { tmpdir } from 'node:os';
 import type { Socket } from 'node:net';
 import { join } from 'node:path';
-import { signalGroup, trackDir, trackProcess, untrackProcess } from './registry.js';
+import { StateError } from '../core/errors.js';
+import { groupStopped, signalGroup, trackDir, trackProcess, untrackProcess } from './registry.js';
 
 /** How a child process ended. */
 export interface ExitInfo {
@@ -101,6 +102,16 @@ export class ManagedProcess {
   /** Sends `sig` to the whole process group. */
   signal(sig: NodeJS.Signals): void {
     if (this.running) signalGroup(this.pid, sig, this.#signalDescendants);
+  }
+
+  /** SIGSTOPs the group and returns once every thread in it has stopped (at most `waitMs`). */
+  async pause(waitMs = 2000): Promise<void> {
+    this.signal('SIGSTOP');
+    const until = performance.now() + waitMs;
+    while (this.running && !groupStopped(this.pid, this.#signalDescendants)) {
+      if (performance.now() > until) throw new StateError(`pid ${this.pid}: not stopped ${waitMs} ms after SIGSTOP`);
+      await new Promise((r) => setTimeout(r, 1));
+    }
   }
 
   /** SIGKILLs the group and waits for the exit. */

@@ -55,14 +55,9 @@ function removeRecord(name: string): void {
 
 /** `/proc/<pid>/stat` field 22 (start time in clock ticks), or undefined when not running. */
 export function processStartTime(pid: number): string | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    // fields[0] is field 3 (state); start time is field 22 → index 19.
-    return fields[0] === 'Z' ? undefined : fields[19];
-  } catch {
-    return undefined;
-  }
+  const fields = statFields(`/proc/${pid}/stat`);
+  // fields[0] is field 3 (state); start time is field 22 → index 19.
+  return fields === undefined || fields[0] === 'Z' ? undefined : fields[19];
 }
 
 function alive(pid: number): boolean {
@@ -101,6 +96,51 @@ export function signalGroup(pid: number, sig: NodeJS.Signals, withDescendants = 
   }
 }
 
+/**
+ * True once every thread of every process {@link signalGroup} reaches is stopped (or gone).
+ * kill(2) returns when SIGSTOP is queued, not when it has taken effect: a thread running on
+ * another core goes on until it next enters the kernel, and an etcd that was sent SIGSTOP
+ * answered a request sent after it, 3 times in 150.
+ */
+export function groupStopped(pid: number, withDescendants = false): boolean {
+  const members = new Set<number>(withDescendants ? descendants(pid) : []);
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return true;
+  }
+  for (const e of entries) {
+    if (!/^\d+$/.test(e)) continue;
+    const fields = statFields(`/proc/${e}/stat`);
+    // fields[2] is field 5, the process group.
+    if (fields && Number(fields[2]) === pid) members.add(Number(e));
+  }
+  for (const member of members) {
+    let tasks: string[];
+    try {
+      tasks = readdirSync(`/proc/${member}/task`);
+    } catch {
+      continue; // exited meanwhile
+    }
+    for (const t of tasks) {
+      const state = statFields(`/proc/${member}/task/${t}/stat`)?.[0];
+      if (state !== undefined && !'TtZX'.includes(state)) return false;
+    }
+  }
+  return true;
+}
+
+/** The fields of a /proc stat file after "pid (comm)" (comm may hold spaces and parentheses). */
+function statFields(path: string): string[] | undefined {
+  try {
+    const stat = readFileSync(path, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  } catch {
+    return undefined;
+  }
+}
+
 /** Every live descendant of `pid` (from /proc; empty where there is none). */
 function descendants(pid: number): number[] {
   let entries: string[];
@@ -112,14 +152,8 @@ function descendants(pid: number): number[] {
   const parent = new Map<number, number>();
   for (const e of entries) {
     if (!/^\d+$/.test(e)) continue;
-    try {
-      // /proc/<pid>/stat: "pid (comm) state ppid …"; comm may hold spaces and parentheses.
-      const stat = readFileSync(`/proc/${e}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      parent.set(Number(e), ppid);
-    } catch {
-      // exited meanwhile
-    }
+    const fields = statFields(`/proc/${e}/stat`);
+    if (fields) parent.set(Number(e), Number(fields[1]));
   }
   const out: number[] = [];
   const walk = (p: number): void => {

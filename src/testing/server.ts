@@ -10,7 +10,7 @@ import { removeDir } from './registry.js';
 export interface FaultTarget {
   /** SIGKILL: the process dies at once; data stays for `restart()`. */
   kill(): Promise<void>;
-  /** SIGSTOP: the process freezes, connections stay open and nothing answers. */
+  /** SIGSTOP: the process freezes, connections stay open and nothing answers; resolves once every thread has stopped. */
   pause(): Promise<void>;
   /** SIGCONT after `pause()`. */
   resume(): Promise<void>;
@@ -170,8 +170,8 @@ export abstract class LocalServer implements FaultTarget, AsyncDisposable {
 
   async pause(): Promise<void> {
     if (this.#state !== 'running') return;
-    this.#proc?.signal('SIGSTOP');
     this.#state = 'paused';
+    await this.#proc?.pause();
   }
 
   async resume(): Promise<void> {
