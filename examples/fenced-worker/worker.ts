@@ -27,9 +27,10 @@ const manager = new LeadershipManager(new PgElection(pool, name, { id, ttlMs: 20
 manager.onElected(async ({ signal, fence }) => {
   say('leader', { fence: String(fence) });
   for (let entry = 1; !signal.aborted; entry++) {
-    // Prepare the entry, then write it. A pause between the two is what the fence is for: the
-    // signal cannot stop a write that is already on its way, the resource can.
-    await new Promise((r) => setTimeout(r, 50));
+    // Prepare the entry (here a wait stands in for the work), then write it. A pause between the
+    // two is what the fence is for: the signal cannot stop a write that is already on its way,
+    // the resource can.
+    await new Promise((r) => setTimeout(r, 300));
     try {
       await ledger.write(fence, (tx) => tx.query('INSERT INTO ledger_entries (ledger, entry, writer, fence) VALUES ($1, $2, $3, $4)', [name, entry, id, String(fence)]));
       say('wrote', { entry, fence: String(fence) });
@@ -44,7 +45,6 @@ manager.onElected(async ({ signal, fence }) => {
       say('write-failed', { entry, fence: String(fence), error: (e as Error).message });
       throw e;
     }
-    await new Promise((r) => setTimeout(r, 50));
   }
 });
 manager.onDemoted(({ reason, lostReason }) => say('follower', { reason, lostReason: lostReason ?? null }));

@@ -106,13 +106,20 @@ describe('examples/fenced-worker', () => {
     const b = runExample(worker, [postgres.connectionString, name]);
     try {
       await pollValue(async () => (b.lines.some((l) => l.event === 'started') ? true : undefined), 30_000);
+      // Pause a just after a write, while it prepares the next (300 ms): paused between writes, it
+      // wakes with a write on its way, as the example is about. (Paused at a random point, it could
+      // also wake after its term's signal had aborted and send nothing, or inside a write.)
+      const written = a.lines.filter((l) => l.event === 'wrote').length;
+      await pollValue(async () => (a.lines.filter((l) => l.event === 'wrote').length > written ? true : undefined), 30_000, 2);
       a.child.kill('SIGSTOP');
       await pollValue(async () => (b.lines.some((l) => l.event === 'wrote') ? true : undefined), 30_000);
       a.child.kill('SIGCONT');
       // Paused between writes, a wakes and sends the write it prepared: refused. Paused inside a
-      // write, its session was ended by the server (the resource's idleTimeoutMs) so b could
-      // write: that write fails. Either way nothing of a's lands after b's (the ledger below).
+      // write (the test was slower than a's 300 ms), its session was ended by the server (the
+      // resource's idleTimeoutMs) so b could write: that write fails. Either way nothing of a's
+      // lands after b's (the ledger below).
       const late = await pollValue(async () => a.lines.find((l) => l.event === 'refused' || l.event === 'write-failed'), 15_000);
+      console.log(`[fenced-worker] the paused worker's late write: ${late.event}`);
       const bFence = BigInt(b.lines.find((l) => l.event === 'leader')!.fence!);
       expect(BigInt(late.fence!)).toBeLessThan(bFence);
       if (late.event === 'refused') expect(BigInt(late.highest as string)).toBeGreaterThanOrEqual(bFence);
