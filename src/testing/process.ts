@@ -105,7 +105,7 @@ export class ManagedProcess {
   }
 
   /** SIGSTOPs the group and returns once every thread in it has stopped (at most `waitMs`). */
-  async pause(waitMs = 2000): Promise<void> {
+  async pause(waitMs = 10_000): Promise<void> {
     this.signal('SIGSTOP');
     const until = performance.now() + waitMs;
     while (this.running && !groupStopped(this.pid, this.#signalDescendants)) {
