@@ -103,19 +103,9 @@ export function signalGroup(pid: number, sig: NodeJS.Signals, withDescendants = 
  * answered a request sent after it, 3 times in 150.
  */
 export function groupStopped(pid: number, withDescendants = false): boolean {
-  const members = new Set<number>(withDescendants ? descendants(pid) : []);
-  let entries: string[];
-  try {
-    entries = readdirSync('/proc');
-  } catch {
-    return true;
-  }
-  for (const e of entries) {
-    if (!/^\d+$/.test(e)) continue;
-    const fields = statFields(`/proc/${e}/stat`);
-    // fields[2] is field 5, the process group.
-    if (fields && Number(fields[2]) === pid) members.add(Number(e));
-  }
+  const table = processTable();
+  const members = new Set<number>(withDescendants ? descendants(pid, table) : []);
+  for (const p of table) if (p.pgrp === pid) members.add(p.pid);
   for (const member of members) {
     let tasks: string[];
     try {
@@ -141,26 +131,38 @@ function statFields(path: string): string[] | undefined {
   }
 }
 
-/** Every live descendant of `pid` (from /proc; empty where there is none). */
-function descendants(pid: number): number[] {
+interface ProcEntry {
+  pid: number;
+  ppid: number;
+  pgrp: number;
+}
+
+/** Every live process's parent and process group, from one pass over /proc (empty without it). */
+function processTable(): ProcEntry[] {
   let entries: string[];
   try {
     entries = readdirSync('/proc');
   } catch {
     return [];
   }
-  const parent = new Map<number, number>();
+  const out: ProcEntry[] = [];
   for (const e of entries) {
     if (!/^\d+$/.test(e)) continue;
+    // fields[1] is field 4 (ppid), fields[2] field 5 (process group).
     const fields = statFields(`/proc/${e}/stat`);
-    if (fields) parent.set(Number(e), Number(fields[1]));
+    if (fields) out.push({ pid: Number(e), ppid: Number(fields[1]), pgrp: Number(fields[2]) });
   }
+  return out;
+}
+
+/** Every live descendant of `pid` (empty where there is none). */
+function descendants(pid: number, table = processTable()): number[] {
   const out: number[] = [];
   const walk = (p: number): void => {
-    for (const [child, pp] of parent) {
-      if (pp === p) {
-        out.push(child);
-        walk(child);
+    for (const entry of table) {
+      if (entry.ppid === p) {
+        out.push(entry.pid);
+        walk(entry.pid);
       }
     }
   };
