@@ -58,8 +58,8 @@ export default tseslint.config(
     layer([`src/recipes/${b}/**/*.ts`], [[...backends.filter((o) => o !== b).map((o) => `../${o}/**`), '../../lifecycle/**', '../../testing/**', '../../cli/**', '../../integrations/**']]),
   ),
   layer(['src/lifecycle/**/*.ts'], [['../recipes/**', '../testing/**', '../cli/**', '../integrations/**']]),
-  // Integrations (tenure/inversify, tenure/metrics) sit on lifecycle and core; they know no backend.
-  layer(['src/integrations/**/*.ts'], [['../../recipes/**', '../../testing/**', '../../cli/**', '../inversify/**', '../metrics/**']]),
+  // Integrations (tenure/inversify, tenure/metrics, tenure/nestjs) sit on lifecycle and core; they know no backend.
+  layer(['src/integrations/**/*.ts'], [['../../recipes/**', '../../testing/**', '../../cli/**', '../inversify/**', '../metrics/**', '../nestjs/**']]),
   layer(['src/cli/**/*.ts'], [['../testing/**', '../integrations/**']]),
   layer(['src/index.ts'], [['./cli/**', './testing/**']]),
   layer(['src/testing/**/*.ts'], [['../cli/**', '../../cli/**']]),

@@ -12,27 +12,20 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const args = process.argv.slice(2);
-const bases: string[] = [];
-let runs = 3;
-let durationMs = 2000;
-const groups: string[] = [];
-for (let i = 0; i < args.length; i++) {
-  const a = args[i]!;
-  const value = (): string => {
-    const v = args[++i];
-    if (v === undefined) usage(`${a} needs a value`);
-    return v;
-  };
-  if (a === '--base') bases.push(value());
-  else if (a === '--runs') runs = Number(value());
-  else if (a === '--duration') durationMs = Number(value());
-  else if (a.startsWith('--')) usage(`unknown option ${a}`);
-  else groups.push(a);
-}
+const { values, positionals: groups } = (() => {
+  try {
+    return parseArgs({ options: { base: { type: 'string', multiple: true, default: [] }, runs: { type: 'string', default: '3' }, duration: { type: 'string', default: '3000' } }, allowPositionals: true });
+  } catch (e) {
+    usage((e as Error).message);
+  }
+})();
+const bases = values.base;
+const runs = Number(values.runs);
+const durationMs = Number(values.duration);
 if (bases.length === 0) usage('at least one --base REV');
 if (!Number.isInteger(runs) || runs < 1) usage('--runs takes a whole number ≥ 1');
 if (!(durationMs > 0)) usage('--duration takes a number of ms > 0');

@@ -28,8 +28,8 @@ interface Pair {
 
 async function tenurePair(etcd: EtcdServer, proxy: FaultProxy, ttl: number): Promise<Pair> {
   const name = unique('zombie');
-  const lc = createEtcdClient({ hosts: [`http://${proxy.address}`] });
-  const fc = createEtcdClient({ hosts: etcd.endpoints });
+  const lc = await createEtcdClient({ hosts: [`http://${proxy.address}`] });
+  const fc = await createEtcdClient({ hosts: etcd.endpoints });
   const ls = await EtcdSession.create({ client: lc, ttlMs: ttl * 1000 });
   const fs = await EtcdSession.create({ client: fc, ttlMs: ttl * 1000 });
   const term = await new EtcdElection(ls, name, { id: 'leader' }).campaign();

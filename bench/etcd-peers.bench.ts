@@ -126,7 +126,7 @@ async function chain(client: Etcd3, endpoints: string[], spawn: Spawn, crash: bo
 
 async function run(): Promise<BenchRow[]> {
   const etcd = await new EtcdServer().start();
-  const client = createEtcdClient({ hosts: etcd.endpoints });
+  const client = await createEtcdClient({ hosts: etcd.endpoints });
   const rows: BenchRow[] = [];
   try {
     for (const [kind, scenario, crash] of [
@@ -135,7 +135,7 @@ async function run(): Promise<BenchRow[]> {
       ['lock', `failover: holder SIGKILLed → waiter granted (TTL ${TTL} s)`, true],
     ] as const) {
       const impls = spawns[kind];
-      const r = await interleaved(Object.keys(impls), (impl) => chain(client, etcd.endpoints, impls[impl]!, crash), (ms) => ms);
+      const r = await interleaved(Object.keys(impls), (impl) => chain(client, etcd.endpoints, impls[impl]!, crash), (ms) => ms, { rounds: 3, warmup: 0 });
       for (const [impl, { median, keys }] of r) rows.push({ group: 'etcd peers', scenario, impl, p50Ms: median, notes: notes(`median of ${SAMPLES} per round`, spread(keys, 'ms')) });
     }
   } finally {

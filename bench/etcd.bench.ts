@@ -58,7 +58,7 @@ async function contended(make: (i: number) => Promise<Contender>, durationMs: nu
 /** A tenure contender: its own client and session, and the recipe `open` makes on that session. */
 function tenureContender(hosts: string[], open: (session: EtcdSession) => Omit<Contender, 'close'>): () => Promise<Contender> {
   return async () => {
-    const client = createEtcdClient({ hosts });
+    const client = await createEtcdClient({ hosts });
     const session = await EtcdSession.create({ client, ttlMs: TTL * 1000 });
     return {
       ...open(session),

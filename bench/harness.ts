@@ -25,7 +25,12 @@ export interface BenchCase {
   run(opts: { durationMs: number }): Promise<BenchRow[]>;
 }
 
-/** Percentile (0–100) of a sample, in its units. */
+/**
+ * Percentile (0–100) of a sample, in its units: the nearest rank of the sorted raw sample. Not
+ * `perf_hooks.createHistogram`: fed the same samples (in ns), its figures differ — by its buckets'
+ * 3 significant digits (median 0.05 %) and, on small samples, by its rank rule (the p99 of 63
+ * samples: 68 ms where the sample's is 141 ms) — so the bench's figures would change.
+ */
 export function percentile(sample: number[], p: number): number {
   if (sample.length === 0) return NaN;
   const s = [...sample].sort((a, b) => a - b);
@@ -33,8 +38,16 @@ export function percentile(sample: number[], p: number): number {
   return s[i]!;
 }
 
-/** Calls `op` back to back for `durationMs`; returns ops/s and latency percentiles. */
+/** Untimed calls before a round's timed ones: a fresh client's first requests (streams, lazy set-up) are not the cycle. */
+export const warmupMs = (durationMs: number): number => Math.min(500, durationMs / 10);
+
+/**
+ * Calls `op` back to back for `warmupMs(durationMs)` untimed, then for `durationMs`; returns
+ * ops/s and latency percentiles of the timed calls.
+ */
 export async function timeLoop(op: () => Promise<unknown>, durationMs: number): Promise<{ opsPerSec: number; p50Ms: number; p99Ms: number; count: number }> {
+  const warm = performance.now() + warmupMs(durationMs);
+  while (performance.now() < warm) await op();
   const lat: number[] = [];
   const start = performance.now();
   const end = start + durationMs;
@@ -54,15 +67,24 @@ export interface Rounds<T> {
 }
 
 /** Rounds per measurement: every group interleaves its implementations this many times. */
-export const ROUNDS = 3;
+export const ROUNDS = 5;
+/** Rounds run first and discarded (JIT, first connections, the server's caches). */
+export const WARMUP_ROUNDS = 1;
 
 /**
- * Runs `measure` for every implementation in turn, `rounds` times, so load drifting on a shared
- * machine hits every implementation alike; returns, per implementation, the round with the
- * median `key` and every round's key (the spread).
+ * Runs `measure` for every implementation in turn, `warmup` rounds discarded and then `rounds`
+ * kept, so load drifting on a shared machine hits every implementation alike; returns, per
+ * implementation, the round with the median `key` and every kept round's key (the spread).
+ * Measurements that are not warm-up bound (a crash's failover, a big queue) pass fewer rounds.
  */
-export async function interleaved<T>(impls: readonly string[], measure: (impl: string, round: number) => Promise<T>, key: (r: T) => number, rounds = ROUNDS): Promise<Map<string, Rounds<T>>> {
+export async function interleaved<T>(
+  impls: readonly string[],
+  measure: (impl: string, round: number) => Promise<T>,
+  key: (r: T) => number,
+  { rounds = ROUNDS, warmup = WARMUP_ROUNDS }: { rounds?: number; warmup?: number } = {},
+): Promise<Map<string, Rounds<T>>> {
   const all = new Map<string, T[]>(impls.map((i) => [i, []]));
+  for (let r = 0; r < warmup; r++) for (const impl of impls) await measure(impl, -1 - r);
   for (let r = 0; r < rounds; r++) for (const impl of impls) all.get(impl)!.push(await measure(impl, r));
   const out = new Map<string, Rounds<T>>();
   for (const [impl, rs] of all) {
@@ -72,10 +94,18 @@ export async function interleaved<T>(impls: readonly string[], measure: (impl: s
   return out;
 }
 
-/** "median of 3 rounds (ops/s 581/700/838)": the spread, for a row's notes. */
+/**
+ * "median of 5 rounds (ops/s 581/650/700/720/838; ±5 %)": every round's key and the half
+ * interquartile range relative to the median (with 5 rounds: the 2nd and 4th), for a row's notes.
+ * Two medians closer than their ± are not a measured difference.
+ */
 export function spread(keys: number[], unit: string): string {
   const f = (n: number): string => (n >= 100 ? n.toFixed(0) : n.toFixed(2));
-  return `median of ${keys.length} rounds (${unit} ${keys.map(f).join('/')})`;
+  const s = [...keys].sort((a, b) => a - b);
+  const median = s[Math.floor(s.length / 2)]!;
+  const q = (p: number): number => s[Math.min(s.length - 1, Math.max(0, Math.round(p * (s.length - 1))))]!;
+  const iqr = s.length >= 3 && median > 0 ? `; ±${((50 * (q(0.75) - q(0.25))) / median).toFixed(0)} %` : '';
+  return `median of ${keys.length} rounds (${unit} ${s.map(f).join('/')}${iqr})`;
 }
 
 /** Joins note fragments, skipping empty ones. */

@@ -66,7 +66,7 @@ async function inProcess(b: Backend, s: Store): Promise<{ candidate: Candidate; 
   const name = `bench-loss-${process.pid}-${++seq}`;
   const [host, port] = s.endpoint.split(':') as [string, string];
   if (b === 'etcd') {
-    const client = createEtcdClient({ hosts: [`http://${s.endpoint}`] });
+    const client = await createEtcdClient({ hosts: [`http://${s.endpoint}`] });
     const session = await EtcdSession.create({ client, ttlMs: TTL_MS });
     return {
       candidate: new EtcdElection(session, name, { id: 'x' }),

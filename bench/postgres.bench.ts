@@ -5,7 +5,7 @@
  * Implementations are interleaved over three rounds; each row is the median round, with the spread.
  */
 import pg from 'pg';
-import { PgSessionLock, advisoryKey, withXactLock } from '../src/recipes/postgres/index.js';
+import { PgElection, PgSessionLock, advisoryKey, withXactLock } from '../src/recipes/postgres/index.js';
 import { PostgresServer } from '../src/testing/index.js';
 import { interleaved, notes, spread, timeLoop, type BenchCase, type BenchRow } from './harness.js';
 import { contend, contentionRow, handoff, type Acquire } from './contention.js';
@@ -63,6 +63,21 @@ const sessionImpls: Impl[] = [
   },
 ];
 
+/** A PgElection per participant: campaign → resign, waiting in the server's queue or polling. */
+const election =
+  (waitInQueue: boolean) =>
+  (pool: pg.Pool, name: string): Acquire => {
+    const e = new PgElection(pool, name, { waitInQueue });
+    return async () => {
+      await e.campaign();
+      return () => e.resign();
+    };
+  };
+const electionImpls: Impl[] = [
+  { impl: 'tenure PgElection (waits in the lock queue)', acquire: election(true) },
+  { impl: 'tenure PgElection (waitInQueue: false, polls)', acquire: election(false) },
+];
+
 async function run({ durationMs }: { durationMs: number }): Promise<BenchRow[]> {
   const server = await new PostgresServer().start();
   const pool = new pg.Pool({ ...server.connectionConfig, max: 12 });
@@ -70,7 +85,7 @@ async function run({ durationMs }: { durationMs: number }): Promise<BenchRow[]> 
   const rows: BenchRow[] = [];
   try {
     await withXactLock(pool, 'warm-up', () => undefined); // creates the schema
-    for (const [group, impls] of [['postgres xact lock', xactImpls], ['postgres session lock', sessionImpls]] as const) {
+    for (const [group, impls] of [['postgres xact lock', xactImpls], ['postgres session lock', sessionImpls], ['postgres election', electionImpls]] as const) {
       const names = impls.map((i) => i.impl);
       const byName = new Map(impls.map((i) => [i.impl, i.acquire]));
       const solo = await interleaved(names, async (impl) => {

@@ -7,13 +7,23 @@ import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { cpus, loadavg } from 'node:os';
-import { ROUNDS, table, type BenchCase, type BenchRow } from './harness.js';
+import { parseArgs } from 'node:util';
+import { ROUNDS, WARMUP_ROUNDS, table, warmupMs, type BenchCase, type BenchRow } from './harness.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const args = process.argv.slice(2);
-const di = args.indexOf('--duration');
-const durationMs = di >= 0 ? Number(args[di + 1]) : 2000;
-const filters = args.filter((a, i) => !a.startsWith('--') && (di < 0 || i !== di + 1));
+const { values, positionals: filters } = (() => {
+  try {
+    return parseArgs({ options: { duration: { type: 'string', default: '3000' } }, allowPositionals: true });
+  } catch (e) {
+    console.error(`bench: ${(e as Error).message}\nusage: npm run bench -- [filter…] [--duration ms-per-round]`);
+    process.exit(2);
+  }
+})();
+const durationMs = Number(values.duration);
+if (!(durationMs > 0)) {
+  console.error('bench: --duration takes a number of ms > 0');
+  process.exit(2);
+}
 
 const files = readdirSync(here).filter((f) => f.endsWith('.bench.ts')).sort();
 if (files.length === 0) {
@@ -39,7 +49,7 @@ for (const f of files) {
   }
 }
 const minutes = ((performance.now() - started) / 60_000).toFixed(1);
-const out = `# tenure benchmarks\n\nMachine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, Node ${process.version}; ${durationMs} ms per round, every implementation interleaved over ${ROUNDS} rounds (median shown, spread in notes), loopback, real servers from tenure/testing. Load average (1/5/15 min) before: ${loadBefore}, after: ${load()}; ${minutes} min.${filters.length > 0 ? ` Groups: ${filters.join(', ')}.` : ''}\n\nRatios are tenure/peer: ops/s above 1× and p50/p99 below 1× favour tenure.\n\n${table(rows)}\n`;
+const out = `# tenure benchmarks\n\nMachine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, Node ${process.version}; ${durationMs} ms per round (after ${warmupMs(durationMs)} ms of untimed calls), every implementation interleaved over ${ROUNDS} rounds after ${WARMUP_ROUNDS} discarded warm-up round (median shown; every round and ± half the interquartile range in notes), loopback, real servers from tenure/testing. Load average (1/5/15 min) before: ${loadBefore}, after: ${load()}; ${minutes} min.${filters.length > 0 ? ` Groups: ${filters.join(', ')}.` : ''}\n\nRatios are tenure/peer: ops/s above 1× and p50/p99 below 1× favour tenure.\n\n${table(rows)}\n`;
 // Only a full run replaces bench/RESULTS.md; a filtered run goes to .bench-results/ (not committed).
 const target = filters.length > 0 ? join(here, '..', '.bench-results', `${filters.join('-').replace(/[^\w-]/g, '_')}.md`) : join(here, 'RESULTS.md');
 mkdirSync(dirname(target), { recursive: true });

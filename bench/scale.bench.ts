@@ -8,8 +8,6 @@
  * Each figure is the median of 3 rounds (2 and 1,000 participants interleaved).
  */
 import { join } from 'node:path';
-import { runInNewContext } from 'node:vm';
-import { setFlagsFromString } from 'node:v8';
 import type { Etcd3 } from 'etcd3';
 import { EtcdServer, fourLetterWord, spawnWorker, ZooKeeperServer, type WorkerHandle } from '../src/testing/index.js';
 import { httpRequest } from '../src/testing/net.js';
@@ -17,6 +15,7 @@ import { createEtcdClient, type EtcdSession } from '../src/recipes/etcd/index.js
 import type { ZkSession } from '../src/recipes/zk/index.js';
 import { etcdElection, etcdMutex, etcdSessionOn, zkLatch, zkMutex, zkSession } from '../test/peers/tenure.js';
 import { interleaved, notes, spread, type BenchCase, type BenchRow } from './harness.js';
+import { heapAfterGc } from './heap.js';
 
 const N = Number(process.env.TENURE_SCALE_N ?? 1000);
 const WAITERS = 100;
@@ -26,12 +25,7 @@ const LEADER_SESSION_MS = 5000;
 // Long follower sessions: 1,000 keepalives / heartbeats every TTL/3 on a loaded 2-core machine.
 const FOLLOWER_SESSION_MS = 30_000;
 const fixtures = join(import.meta.dirname, '..', 'test');
-setFlagsFromString('--expose-gc');
-const gc = runInNewContext('gc') as () => void;
-const heap = (): number => {
-  gc();
-  return process.memoryUsage().heapUsed;
-};
+const heap = heapAfterGc;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 let seq = 0;
 
@@ -244,7 +238,7 @@ async function run(): Promise<BenchRow[]> {
   const rows: BenchRow[] = [];
   const zk = await new ZooKeeperServer().start();
   const etcd = await new EtcdServer().start();
-  const clients = Array.from({ length: Math.ceil(N / 50) }, () => createEtcdClient({ hosts: etcd.endpoints }));
+  const clients = await Promise.all(Array.from({ length: Math.ceil(N / 50) }, () => createEtcdClient({ hosts: etcd.endpoints })));
   const client = clients[0]!;
   try {
     for (const [group, measure] of [
@@ -255,7 +249,7 @@ async function run(): Promise<BenchRow[]> {
       const sizes = [`${N} participants`, '2 participants'];
       let r: Awaited<ReturnType<typeof interleaved<Figures>>>;
       try {
-        r = await interleaved(sizes, (size) => measure(Number(size.split(' ')[0])), (f) => f.failoverMs);
+        r = await interleaved(sizes, (size) => measure(Number(size.split(' ')[0])), (f) => f.failoverMs, { rounds: 3, warmup: 0 });
       } catch (e) {
         // One backend's failure must not lose the other's figures.
         rows.push({ group, scenario: 'FAILED', impl: 'tenure', notes: String(e instanceof Error ? e.message : e).slice(0, 300) });

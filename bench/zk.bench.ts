@@ -232,7 +232,7 @@ async function failoverRows(zk: ZooKeeperServer, peer: CuratorPeer): Promise<Ben
     'tenure LeaderLatch': () => tenureFailover(conn, `/bench/latch/t${++n}`),
     'Curator 5.4 LeaderLatch': () => curatorFailover(conn, peer, `/bench/latch/c${++n}`),
   };
-  const r = await interleaved(Object.keys(impls), (impl) => impls[impl]!(), (ms) => ms);
+  const r = await interleaved(Object.keys(impls), (impl) => impls[impl]!(), (ms) => ms, { rounds: 3, warmup: 0 });
   return [...r].map(([impl, { median, keys }]) => ({
     group: 'zk latch',
     scenario: `failover: leader SIGKILLed → follower elected (session ${LATCH_SESSION_MS} ms)`,

@@ -93,8 +93,10 @@ export class CandidatePool {
         if (e.type !== 'op') continue;
         const op = e.data.op as HistoryOp;
         this.ops.push(op);
-        if (op.f === 'acquire' && op.type === 'ok' && op.fence !== undefined) this.#open.set(op.process, op.fence);
-        else if (op.f === 'term-end' && this.#open.get(op.process) === op.fence) this.#open.delete(op.process);
+        // (one open term per process, or per process and shard in the shard kind)
+        const key = op.shard === undefined ? op.process : `${op.process}|${op.shard}`;
+        if (op.f === 'acquire' && op.type === 'ok' && op.fence !== undefined) this.#open.set(key, op.fence);
+        else if (op.f === 'term-end' && this.#open.get(key) === op.fence) this.#open.delete(key);
       }
     }
   }
@@ -102,7 +104,8 @@ export class CandidatePool {
   /** The slot whose process holds a term by its own reports (running, not paused), if any. */
   holder(): number | undefined {
     this.drain();
-    return this.#slots.find((s) => s.handle.running && !s.paused && this.#open.has(s.name))?.slot;
+    const holding = new Set([...this.#open.keys()].map((k) => k.split('|')[0]));
+    return this.#slots.find((s) => s.handle.running && !s.paused && holding.has(s.name))?.slot;
   }
 
   /** True once some process other than `except` was granted a term after `since`. */
@@ -111,12 +114,50 @@ export class CandidatePool {
     return this.ops.some((op) => op.f === 'acquire' && op.type === 'ok' && op.t > since && op.process !== except);
   }
 
-  /** SIGKILL; the process's open term ends with it. */
+  /** The shard kind: the shards whose term the slot's process holds now, by its own reports. */
+  shardsOf(slot: number): string[] {
+    this.drain();
+    const prefix = `${this.#at(slot).name}|`;
+    return [...this.#open.keys()].filter((k) => k.startsWith(prefix)).map((k) => k.slice(prefix.length));
+  }
+
+  /**
+   * The shard kind: a check, true once each of `shards` was granted to some process other than
+   * `except` after `since` (it reads only the entries collected from its making on).
+   */
+  regranted(since: bigint, except: string, shards: readonly string[]): () => boolean {
+    this.drain();
+    const left = new Set(shards);
+    let cursor = this.ops.length;
+    return () => {
+      this.drain();
+      for (; cursor < this.ops.length; cursor++) {
+        const op = this.ops[cursor]!;
+        if (op.f === 'acquire' && op.type === 'ok' && op.t > since && op.process !== except && op.shard !== undefined) left.delete(op.shard);
+      }
+      return left.size === 0;
+    };
+  }
+
+  /** SIGKILL; the process's open terms end with it. */
   async kill(slot: number): Promise<void> {
     const s = this.#at(slot);
     await s.handle.kill();
     this.drain();
-    this.#open.delete(s.name);
+    for (const k of [...this.#open.keys()]) if (k === s.name || k.startsWith(`${s.name}|`)) this.#open.delete(k);
+  }
+
+  /** The shard kind: the member leaves the group (its shards drained and handed over); resolves once it has. */
+  async leave(slot: number): Promise<void> {
+    const s = this.#at(slot);
+    const from = s.handle.events.length;
+    s.handle.send({ cmd: 'leave' });
+    await s.handle.waitFor('left', { from, timeoutMs: 60_000 });
+  }
+
+  /** The shard kind: the member that left joins again. */
+  join(slot: number): void {
+    this.#at(slot).handle.send({ cmd: 'join' });
   }
 
   pause(slot: number): void {

@@ -26,6 +26,8 @@ export interface NemesisOptions {
   aimAtHolder?: number;
   /** One line per fault, for the run's log. */
   log?: (line: string) => void;
+  /** The shard kind: the candidates are members of a group, and `leave` (a member leaves, then joins again) is a fault too. */
+  members?: boolean;
 }
 
 /**
@@ -40,6 +42,7 @@ export class Nemesis {
   constructor(options: NemesisOptions) {
     this.#o = options;
     const candidate = CANDIDATE_FAULTS.map((kind) => ({ kind, weight: WEIGHTS[kind]!, run: () => this.#candidateFault(kind) }));
+    if (options.members) candidate.push({ kind: 'leave' as never, weight: 2, run: () => this.#leave() });
     const store = options.storeFaults.map((f) => ({ kind: f.kind, weight: STORE_WEIGHT, run: () => f.run(options.rng, options.rec).then(() => options.log?.(`nemesis: ${f.kind}`)) }));
     this.#kinds = [...candidate, ...store].filter((k) => !options.only || options.only.includes(k.kind));
   }
@@ -69,6 +72,24 @@ export class Nemesis {
     return holder !== undefined && rng.chance(holderChance) ? holder : rng.int(0, pool.size - 1);
   }
 
+  /** A member leaves the group (every shard it holds drained and handed over), stays out 0.5–3 s, and joins again. */
+  async #leave(): Promise<void> {
+    const { pool, rng, rec, log } = this.#o;
+    const slot = this.#target(this.#o.aimAtHolder ?? 0.75);
+    const who = pool.name(slot);
+    const ms = rng.int(500, 3000);
+    rec.fault('leave', 'start', who, `${ms} ms out`);
+    try {
+      await pool.leave(slot);
+      await sleep(ms);
+    } catch (e) {
+      log?.(`nemesis: leave ${who}: ${String(e)}`);
+    }
+    pool.join(slot);
+    rec.fault('leave', 'end', who);
+    log?.(`nemesis: leave ${who} ${ms} ms, joined again`);
+  }
+
   async #candidateFault(kind: (typeof CANDIDATE_FAULTS)[number]): Promise<void> {
     const { pool, rng, rec, ttlMs, log } = this.#o;
     const slot = this.#target(kind === 'clock-jump' ? 0.5 : (this.#o.aimAtHolder ?? 0.75));
@@ -76,11 +97,15 @@ export class Nemesis {
     const say = (detail: string): void => log?.(`nemesis: ${kind} ${who} ${detail}`);
     switch (kind) {
       case 'kill': {
+        const shards = pool.shardsOf(slot);
         const t = rec.fault('kill', 'start', who).t;
+        const regranted = pool.regranted(t, who, shards);
         await pool.kill(slot);
-        // Give the others their chance to take over before the slot comes back.
+        // Give the others their chance to take over before the slot comes back (and before the
+        // next fault, which could hit the successor mid-failover): in the shard kind, every shard
+        // the killed member held.
         const until = performance.now() + this.#o.failoverBoundMs + 500;
-        while (!pool.grantedSince(t, who) && performance.now() < until) await sleep(50);
+        while (!(shards.length > 0 ? regranted() : pool.grantedSince(t, who)) && performance.now() < until) await sleep(50);
         rec.fault('kill', 'end', who);
         await pool.spawn(slot);
         say(`→ respawned as ${pool.name(slot)}`);

@@ -23,7 +23,7 @@ export class RegisterHost {
     await memory.waitFor('ready', { timeoutMs: 60_000 });
     const client = new pg.Client(this.#pg.connectionConfig);
     await client.connect();
-    await client.query(`CREATE TABLE ${REGISTER.pgTable} (seq bigserial PRIMARY KEY, write_id text NOT NULL, fence bigint NOT NULL)`);
+    await client.query(`CREATE TABLE ${REGISTER.pgTable} (seq bigserial PRIMARY KEY, write_id text NOT NULL, fence bigint NOT NULL, register text NOT NULL)`);
     await client.end();
   }
 
@@ -31,28 +31,29 @@ export class RegisterHost {
     return { memory: this.#socket, redis: this.#redis.endpoint, postgres: { host: this.#pg.host, port: this.#pg.port } };
   }
 
-  /** Each register's log of accepted writes, in the order it accepted them. */
+  /** Each register's log of accepted writes, in the order it accepted them (a shard's register is `<kind>/<shard>`). */
   async logs(): Promise<Record<string, RegisterEntry[]>> {
     const memory = this.#memory!;
     const from = memory.events.length;
     memory.send({ cmd: 'log' });
-    const mem = await memory.waitFor<{ entries: RegisterEntry[] }>('log', { from, timeoutMs: 30_000 });
+    const mem = await memory.waitFor<{ logs: Record<string, RegisterEntry[]> }>('log', { from, timeoutMs: 30_000 });
+    const out: Record<string, RegisterEntry[]> = { memory: [], redis: [], postgres: [], ...mem.data.logs };
     const redis = new Redis({ ...this.#redis.endpoint, lazyConnect: true });
     await redis.connect();
-    const list = await redis.lrange(REGISTER.redisLog, 0, -1);
+    for (const key of await redis.keys(`${REGISTER.redisLog}*`)) {
+      const shard = key.slice(REGISTER.redisLog.length + 1);
+      out[shard === '' ? 'redis' : `redis/${shard}`] = (await redis.lrange(key, 0, -1)).map((e) => {
+        const i = e.lastIndexOf('|');
+        return { id: e.slice(0, i), fence: BigInt(e.slice(i + 1)) };
+      });
+    }
     redis.disconnect();
     const client = new pg.Client(this.#pg.connectionConfig);
     await client.connect();
-    const rows = (await client.query(`SELECT write_id, fence::text AS fence FROM ${REGISTER.pgTable} ORDER BY seq`)).rows as { write_id: string; fence: string }[];
+    const rows = (await client.query(`SELECT write_id, fence::text AS fence, register FROM ${REGISTER.pgTable} ORDER BY seq`)).rows as { write_id: string; fence: string; register: string }[];
     await client.end();
-    return {
-      memory: mem.data.entries,
-      redis: list.map((e) => {
-        const i = e.lastIndexOf('|');
-        return { id: e.slice(0, i), fence: BigInt(e.slice(i + 1)) };
-      }),
-      postgres: rows.map((r) => ({ id: r.write_id, fence: BigInt(r.fence) })),
-    };
+    for (const r of rows) (out[r.register] ??= []).push({ id: r.write_id, fence: BigInt(r.fence) });
+    return out;
   }
 
   async stop(): Promise<void> {

@@ -43,7 +43,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   if (!faketime) throw new ConfigError('faketime', 'libfaketime is missing: install the Debian package faketime (scripts/ensure-servers.sh does)');
   const started = performance.now();
   const dir = makeTempDir('chaos');
-  const store = makeStore(cfg.backend);
+  const store = makeStore(cfg.backend, cfg.kind === 'shards' ? cfg.shards : 0);
   const registers = new RegisterHost();
   const nemesisRec = new HistoryRecorder('nemesis');
   let pool: CandidatePool | undefined;
@@ -63,6 +63,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         workMs: [10, 60],
         writesPerRound: 3,
         resignChance: 0.3,
+        // The shard kind: each shard term writes every 2–6 s (1,024 shards: ~250 writes/s in all),
+        // and its deadline is sampled every 20 ms (a process follows ~200 terms at once).
+        shards: cfg.kind === 'shards' ? cfg.shards : undefined,
+        writeGapMs: [2000, 6000],
+        deadlineSampleMs: cfg.kind === 'shards' ? 20 : 5,
       },
       dir,
       faketime,
@@ -82,7 +87,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       await sleep(20);
     }
     log(`chaos ${cfg.backend}: ${cfg.candidates} candidates up at ${((performance.now() - started) / 1000).toFixed(1)} s, first term granted; nemesis for ${cfg.durationMs} ms (seed ${cfg.seed})`);
-    const nemesis = new Nemesis({ rng: new Rng(cfg.seed), rec: nemesisRec, pool: p, storeFaults: store.faults, ttlMs: cfg.ttlMs, failoverBoundMs: cfg.failoverBoundMs, only: cfg.faults, aimAtHolder: cfg.aimAtHolder, log });
+    const nemesis = new Nemesis({ rng: new Rng(cfg.seed), rec: nemesisRec, pool: p, storeFaults: store.faults, ttlMs: cfg.ttlMs, failoverBoundMs: cfg.failoverBoundMs, only: cfg.faults, aimAtHolder: cfg.aimAtHolder, log, members: cfg.kind === 'shards' });
     if (nemesis.kinds.length === 0) throw new ConfigError('faults', `none of ${cfg.faults?.join(', ')} applies to ${cfg.backend}`);
     const stop = new AbortController();
     const timer = setTimeout(() => stop.abort(), cfg.durationMs);

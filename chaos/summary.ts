@@ -22,7 +22,7 @@ export function summarize(report: ChaosReport, historyFile?: string): string {
   const slots = new Map<string, number>();
   for (const [p, n] of Object.entries(s.termsByProcess)) slots.set(p.split('.')[0]!, (slots.get(p.split('.')[0]!) ?? 0) + n);
   const lines = [
-    `chaos ${c.backend}${c.kind === 'manager' ? ' · kind manager' : ''} · seed ${c.seed} · ${c.candidates} candidates · ${(c.durationMs / 1000).toFixed(0)} s of faults (${(report.elapsedMs / 1000).toFixed(0)} s in all) · TTL ${c.ttlMs} ms${c.bypassFencing ? ' · FENCING BYPASSED' : ''}`,
+    `chaos ${c.backend}${c.kind === 'manager' ? ' · kind manager' : c.kind === 'shards' ? ` · kind shards (${c.shards} shards)` : ''} · seed ${c.seed} · ${c.candidates} candidates · ${(c.durationMs / 1000).toFixed(0)} s of faults (${(report.elapsedMs / 1000).toFixed(0)} s in all) · TTL ${c.ttlMs} ms${c.bypassFencing ? ' · FENCING BYPASSED' : ''}`,
     `  operations: ${total} (${ops.map(([f, o]) => `${f} ${o.invoked}: ok ${o.ok}, fail ${o.fail}, unknown ${o.info}`).join('; ')})`,
     `  faults: ${Object.entries(s.faults).map(([k, n]) => `${k} ${n}`).join(', ') || 'none'}`,
     `  stale writes rejected: ${s.staleRejected} · writes acknowledged: ${s.writesAcknowledged}`,

@@ -17,6 +17,7 @@ export {
   ClosedError,
   StoreUnavailableError,
   PermissionDeniedError,
+  TlsError,
   RequestTooLargeError,
   MissingPeerError,
   ServerStartError,
@@ -26,10 +27,13 @@ export {
   type TenureErrorCode,
   type TenureErrorOptions,
   type LeaseLostReason,
+  type TlsProblem,
 } from './core/errors.js';
 export { monotonicClock, monotonicNs, type Clock } from './core/clock.js';
 export type { Lease } from './core/lease.js';
+export type { LeaseEvents, SessionEvents, SessionState } from './core/lease-events.js';
 export type { Candidate, LeaderInfo } from './core/candidate.js';
+export type { Membership, Member } from './core/membership.js';
 export type { WaitOptions, Logger } from './core/options.js';
 export type { BackoffOptions } from './core/backoff.js';
 export type { FencedResource } from './core/fencing.js';
@@ -41,8 +45,12 @@ export {
   currentTerm,
   Leader,
   bindLeader,
+  NOT_LEADER,
+  type NotLeader,
+  type BindLeaderOptions,
   type LeaderOptions,
   type LeaderDecorator,
+  type SentinelLeaderDecorator,
   LeaderSchedule,
   type ScheduledRun,
   type ScheduledFn,
@@ -56,4 +64,14 @@ export {
   type DemotionReason,
   type LeadershipEvents,
   type LeadershipState,
+  ShardManager,
+  shardOwner,
+  shardsOf,
+  type ShardManagerOptions,
+  type ShardCandidateFactory,
+  type ShardAcquiredHook,
+  type ShardReleasedHook,
+  type ShardReleaseInfo,
+  type ShardAcquireInfo,
+  type ShardEvents,
 } from './lifecycle/index.js';

@@ -27,8 +27,9 @@ export class RedisStore extends ProxiedStore {
     const redis = new Redis({ host: this.#server.host, port: this.#server.port, lazyConnect: true });
     try {
       await redis.connect();
-      const key = `tenure:lock:{${this.name}}`;
-      return (await redis.exists(key)) ? [`key ${key} (held by ${await redis.get(key)})`] : [];
+      // The election's lock key, or the shard kind's: every shard's lock and every member's key.
+      const keys = [...(await redis.keys(`tenure:lock:{${this.name}*`)), ...(await redis.keys(`tenure:member:{${this.name}*`))];
+      return Promise.all(keys.map(async (key) => `key ${key} (held by ${await redis.get(key)})`));
     } finally {
       redis.disconnect();
     }

@@ -39,10 +39,23 @@ export class ZkStore extends ProxiedStore {
         });
         client.connect();
       });
-      const nodes = await new Promise<string[]>((resolve, reject) =>
-        client.getChildren(this.name, (e, ch) => (e ? ((e as { getCode?: () => number }).getCode?.() === zookeeper.Exception.NO_NODE ? resolve([]) : reject(e)) : resolve(ch))),
-      );
-      return nodes.map((n) => `znode ${this.name}/${n}`);
+      const children = (path: string): Promise<string[]> =>
+        new Promise<string[]>((resolve, reject) =>
+          client.getChildren(path, (e, ch) => (e ? ((e as { getCode?: () => number }).getCode?.() === zookeeper.Exception.NO_NODE ? resolve([]) : reject(e)) : resolve(ch))),
+        );
+      const ephemeral = (path: string): Promise<boolean> =>
+        new Promise((resolve, reject) => client.exists(path, (e, stat) => (e ? reject(e) : resolve(stat !== null && stat !== undefined && !(stat.ephemeralOwner as unknown as Buffer).equals(Buffer.alloc(8))))));
+      // Every ephemeral node below the name: the latch's, or the shard kind's (each shard's latch, every member).
+      const left: string[] = [];
+      const walk = async (path: string): Promise<void> => {
+        for (const c of await children(path)) {
+          const p = `${path}/${c}`;
+          if (await ephemeral(p)) left.push(`znode ${p}`);
+          else await walk(p);
+        }
+      };
+      await walk(this.name);
+      return left;
     } finally {
       client.close();
     }

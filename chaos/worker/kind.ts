@@ -1,4 +1,4 @@
-import type { Candidate } from '../../src/index.js';
+import type { Candidate, Membership } from '../../src/index.js';
 
 /**
  * The one interface between the chaos workload and the store under test: how one process gets
@@ -13,13 +13,25 @@ export interface ChaosCandidate {
    * when `signal` aborts, or when the store cannot be reached yet (call it again).
    */
   open(signal: AbortSignal): Promise<Candidate>;
+  /**
+   * For the `shards` kind: a membership of the group `<name>/members` and a candidate factory for
+   * the shards' elections `<name>/<shard>`, all on the same session or client (made on first
+   * use; rejects like `open`). Each call makes a new membership (after a `leave` fault).
+   */
+  shards(signal: AbortSignal): Promise<ShardStore>;
   /** Leaves for good: closes the candidate (ending any term), its session and its client. */
   close(): Promise<void>;
 }
 
-/** What the candidate processes run: the recipe loop, or the lifecycle manager. */
-export type WorkloadKind = 'recipe' | 'manager';
-export const WORKLOAD_KINDS: readonly WorkloadKind[] = ['recipe', 'manager'];
+/** What the `shards` kind runs a ShardManager over. */
+export interface ShardStore {
+  membership: Membership;
+  candidate: (shard: number) => Candidate;
+}
+
+/** What the candidate processes run: the recipe loop, the lifecycle manager, or a ShardManager. */
+export type WorkloadKind = 'recipe' | 'manager' | 'shards';
+export const WORKLOAD_KINDS: readonly WorkloadKind[] = ['recipe', 'manager', 'shards'];
 
 /** Where a candidate finds its store: through its own fault proxies. */
 export type StoreEndpoints =
@@ -38,6 +50,8 @@ export interface CandidateContext {
   ttlMs: number;
   /** How long before the store-side expiry the holder stops, ms. */
   marginMs: number;
+  /** The shard kind's number of shards. */
+  shards?: number;
 }
 
 export type CandidateKind = (ctx: CandidateContext) => ChaosCandidate;

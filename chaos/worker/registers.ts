@@ -21,9 +21,13 @@ export interface RegisterEndpoints {
 
 export interface Register {
   readonly name: string;
-  write(id: string, fence: bigint): Promise<void>;
+  /** Writes `id` with `fence`; with `shard`, to that shard's own register (`<name>/<shard>`, its own fence and log). */
+  write(id: string, fence: bigint, shard?: number): Promise<void>;
   close(): Promise<void>;
 }
+
+/** The name a register has in the history and in the logs: `<kind>`, or `<kind>/<shard>` for a shard's. */
+export const registerName = (kind: string, shard?: number): string => (shard === undefined ? kind : `${kind}/${shard}`);
 
 /** Keys and table of the registers' logs (the runner reads them back). */
 export const REGISTER = {
@@ -66,11 +70,11 @@ function memoryRegister(path: string, bypass: boolean): Register {
   };
   return {
     name: 'memory',
-    write: (id, fence) =>
+    write: (id, fence, shard) =>
       new Promise<void>((resolve, reject) => {
         const n = ++seq;
         pending.set(n, { resolve, reject, fence });
-        open().write(`${JSON.stringify({ seq: n, id, fence: fence.toString(), bypass })}\n`);
+        open().write(`${JSON.stringify({ seq: n, id, fence: fence.toString(), bypass, register: registerName('memory', shard) })}\n`);
       }),
     async close() {
       sock?.end();
@@ -81,13 +85,17 @@ function memoryRegister(path: string, bypass: boolean): Register {
 function redisRegister(at: { host: string; port: number }, bypass: boolean): Register {
   const redis = new Redis({ host: at.host, port: at.port });
   redis.on('error', () => undefined);
-  const resource = new RedisFencedResource(redis, REGISTER.redisFence);
+  const resources = new Map<number | undefined, RedisFencedResource>();
+  const suffix = (shard?: number): string => (shard === undefined ? '' : `:${shard}`);
   return {
     name: 'redis',
-    async write(id, fence) {
+    async write(id, fence, shard) {
       const entry = `${id}|${fence}`;
-      if (bypass) await redis.rpush(REGISTER.redisLog, entry);
-      else await resource.write(fence, (w) => w.rpush(REGISTER.redisLog, entry));
+      const log = REGISTER.redisLog + suffix(shard);
+      let resource = resources.get(shard);
+      if (!resource) resources.set(shard, (resource = new RedisFencedResource(redis, REGISTER.redisFence + suffix(shard))));
+      if (bypass) await redis.rpush(log, entry);
+      else await resource.write(fence, (w) => w.rpush(log, entry));
     },
     async close() {
       redis.disconnect();
@@ -98,13 +106,16 @@ function redisRegister(at: { host: string; port: number }, bypass: boolean): Reg
 function postgresRegister(at: { host: string; port: number }, bypass: boolean): Register {
   const pool = new pg.Pool({ host: at.host, port: at.port, user: 'postgres', database: 'postgres', max: 2 });
   pool.on('error', () => undefined);
-  const resource = new PostgresFencedResource(pool, REGISTER.pgResource);
-  const insert = `INSERT INTO ${REGISTER.pgTable} (write_id, fence) VALUES ($1, $2)`;
+  const resources = new Map<number | undefined, PostgresFencedResource>();
+  const insert = `INSERT INTO ${REGISTER.pgTable} (write_id, fence, register) VALUES ($1, $2, $3)`;
   return {
     name: 'postgres',
-    async write(id, fence) {
-      if (bypass) await pool.query(insert, [id, fence.toString()]);
-      else await resource.write(fence, (tx) => tx.query(insert, [id, fence.toString()]));
+    async write(id, fence, shard) {
+      const name = registerName('postgres', shard);
+      let resource = resources.get(shard);
+      if (!resource) resources.set(shard, (resource = new PostgresFencedResource(pool, shard === undefined ? REGISTER.pgResource : `${REGISTER.pgResource}/${shard}`)));
+      if (bypass) await pool.query(insert, [id, fence.toString(), name]);
+      else await resource.write(fence, (tx) => tx.query(insert, [id, fence.toString(), name]));
     },
     close: () => pool.end(),
   };

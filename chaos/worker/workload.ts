@@ -11,8 +11,11 @@ export interface Workload {
   /** Aborts when the runner asks the process to leave. */
   stop: AbortSignal;
   candidate: ChaosCandidate;
-  /** One write of a term: the work (a sleep, deaf to the signal on purpose), then the fenced write to a random register, recorded. */
-  write(fence: bigint): Promise<void>;
+  /**
+   * One write of a term: the work (a sleep, deaf to the signal on purpose), then the fenced write
+   * to a random register, recorded; with `shard`, to that shard's registers, in its recorder.
+   */
+  write(fence: bigint, shard?: number): Promise<void>;
   /** After the `n`th write of a term: true to resign now. */
   decide(n: number): boolean;
 }

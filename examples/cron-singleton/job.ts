@@ -5,7 +5,8 @@
  * even a leader that missed its demotion (paused, partitioned) cannot write a report late.
  * When the leader goes, the run in flight aborts (SIGTERM: it resigns) or dies with it (SIGKILL),
  * and the copy elected next runs that tick at once (`catchUpMs`: the latest tick missed before
- * its term, once — never a burst) and then the following ones. A report is keyed by its tick, so
+ * its term, once — never a burst; a tick that comes due while that run is still going runs right
+ * after it) and then the following ones. A report is keyed by its tick, so
  * a tick the old leader had finished after all is not written twice.
  *
  *   node --import tsx examples/cron-singleton/job.ts <etcd url> <postgres url> ['<cron expression>']

@@ -78,7 +78,7 @@ export async function cliStory(endpoint: string, ttlMs: number, say: Say): Promi
     const t1 = openTerm(s, leader.name)!;
     t1.end = at(s, tKill);
     t1.ended = 'SIGKILL';
-    say(`SIGKILL ${leader.name}'s tenure: the kernel kills its job too (setpriv --pdeathsig); the lease is left to expire`, tKill);
+    say(`SIGKILL ${leader.name}'s tenure: its job's whole process group dies with it (pdeathsig, the group's watchdog); the lease is left to expire`, tKill);
     const second = await waitElected(1);
     s.gaps.push({ cause: 'SIGKILL', from: at(s, tKill), to: at(s, second.t), name: second.name });
     say(`failover: ${other.name}'s job starts ${Math.round(at(s, second.t) - at(s, tKill))} ms after the crash (TTL ${ttlMs} ms), TENURE_FENCE ${second.fence} > ${first.fence}`, second.t);

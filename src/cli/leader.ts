@@ -26,7 +26,7 @@ export async function leaderCommand(flags: LeaderFlags): Promise<number> {
   try {
     let store;
     try {
-      store = await openStore(flags.backend, flags.endpoints, { ttlMs: 10_000, callTimeoutMs: 5000 });
+      store = await openStore(flags, { ttlMs: 10_000, warn: say });
     } catch (e) {
       return startupExit(e, say);
     }
@@ -34,7 +34,7 @@ export async function leaderCommand(flags: LeaderFlags): Promise<number> {
     try {
       if (!flags.watch) {
         try {
-          process.stdout.write(`${formatLeader(await observer.leader({ timeoutMs: 5000 }), flags.json)}\n`);
+          process.stdout.write(`${formatLeader(await observer.leader({ timeoutMs: flags.callTimeout }), flags.json)}\n`);
           return 0;
         } catch (e) {
           return startupExit(e, say);

@@ -7,8 +7,10 @@
 import { createRequire } from 'node:module';
 import { hostname } from 'node:os';
 import { Command, CommanderError, Option } from 'commander';
-import { BACKENDS, duration, endpointList, label, type BackendName } from './args.js';
+import { BACKENDS, SSL_MODES, aclList, duration, endpointList, label, passEnvList } from './args.js';
+import type { StoreFlags } from './common.js';
 import { EXIT } from './exit-codes.js';
+import { addSecret, endpointSecrets, redact, registerEnvSecrets, WITHHELD } from './secrets.js';
 
 const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
 
@@ -22,14 +24,28 @@ Exit codes:
   124                tenure lock: --timeout passed before the lock was granted
   126, 127           the command could not be executed / was not found
 
-Environment: TENURE_BACKEND and TENURE_ENDPOINTS stand in for --backend and --endpoints.
-The command gets TENURE_FENCE (send it with every write it makes), TENURE_NAME and TENURE_ID.`;
+Environment: TENURE_BACKEND, TENURE_ENDPOINTS, TENURE_USER, TENURE_PASSWORD_FILE,
+TENURE_CACERT, TENURE_CERT and TENURE_KEY stand in for their flags; TENURE_PASSWORD holds the
+password itself (there is no --password: the command line shows in ps and shell history).
+The command gets TENURE_FENCE (send it with every write it makes), TENURE_NAME and TENURE_ID,
+and tenure's environment without its secrets (TENURE_PASSWORD; PGPASSWORD on postgres;
+TENURE_ENDPOINTS when it holds a password) unless --pass-env names them.`;
 
 function storeFlags(cmd: Command): Command {
   return cmd
     .addOption(new Option('--backend <store>', 'the store (required)').choices(BACKENDS).env('TENURE_BACKEND'))
     .addOption(new Option('--endpoints <list>', 'comma-separated (required): etcd URLs or host:port, a ZooKeeper connection string, a Redis host:port or redis:// URL, a Postgres host:port or postgres:// URL').argParser(endpointList).env('TENURE_ENDPOINTS'))
-    .addOption(new Option('--name <name>', 'the election or lock name, shared by every participant (required)').argParser(label));
+    .addOption(new Option('--name <name>', 'the election or lock name, shared by every participant (required)').argParser(label))
+    .addOption(new Option('--call-timeout <duration>', 'bound on reaching the store and on each call to it').argParser(duration({ min: 10 })).default(5000, '5s'))
+    .addOption(new Option('--user <name>', 'etcd user, ZooKeeper digest user, Redis ACL user or Postgres role').argParser(label).env('TENURE_USER'))
+    .addOption(new Option('--password-file <file>', "a file holding the user's password (else TENURE_PASSWORD)").env('TENURE_PASSWORD_FILE'))
+    .addOption(new Option('--cacert <file>', 'TLS: the CA to trust (PEM); TLS is on with any of --cacert, --cert, https://, rediss://').env('TENURE_CACERT'))
+    .addOption(new Option('--cert <file>', 'TLS: client certificate (PEM), with --key').env('TENURE_CERT'))
+    .addOption(new Option('--key <file>', "TLS: the client certificate's key (PEM)").env('TENURE_KEY'))
+    .addOption(new Option('--sslmode <mode>', 'postgres: as libpq (default verify-full with TLS files, else PGSSLMODE)').choices(SSL_MODES))
+    .addOption(new Option('--schema <name>', "postgres: the application's schema (SCHEMA_SQL / GRANTS_SQL)"))
+    .addOption(new Option('--acl <list>', 'zk: ACL of the nodes tenure creates: creator (--user only: the default with --user), open, or scheme:id:perms, comma-separated').argParser(aclList))
+    .addOption(new Option('--password <password>', 'refused').hideHelp());
 }
 
 /**
@@ -37,8 +53,16 @@ function storeFlags(cmd: Command): Command {
  * report a missing --backend before an unknown flag the user mistyped).
  */
 function required(cmd: Command, flags: Flags): void {
+  if (flags.password !== undefined) {
+    cmd.error('error: --password is not accepted (the command line shows in ps and shell history): use --password-file or TENURE_PASSWORD', { exitCode: EXIT.usage, code: 'tenure.passwordOnCommandLine' });
+  }
   for (const [flag, env] of [['backend', 'TENURE_BACKEND'], ['endpoints', 'TENURE_ENDPOINTS'], ['name', undefined]] as const) {
     if (flags[flag] === undefined) cmd.error(`error: required option '--${flag}' not specified${env ? ` (nor ${env})` : ''}`, { exitCode: EXIT.usage, code: 'tenure.missingOption' });
+  }
+  const inEndpoints = flags.endpoints.flatMap(endpointSecrets);
+  for (const s of inEndpoints) addSecret(s);
+  if (inEndpoints.length > 0 && cmd.getOptionValueSource('endpoints') === 'cli') {
+    process.stderr.write('tenure: warning: the password in --endpoints shows in ps and shell history (use --password-file or TENURE_PASSWORD)\n');
   }
 }
 
@@ -46,24 +70,11 @@ function participantFlags(cmd: Command): Command {
   return cmd
     .addOption(new Option('--id <id>', "this participant's id, as `tenure leader` shows it").argParser(label).default(`${hostname()}-${process.pid}`, 'hostname-pid'))
     .addOption(new Option('--ttl <duration>', 'lease TTL (etcd: whole seconds; ZooKeeper: the session timeout)').argParser(duration({ min: 100 })).default(10_000, '10s'))
-    .addOption(new Option('--grace <duration>', "after SIGTERM, how long the command has before SIGKILL (default: TTL/5, the lease's safety margin, so the SIGKILL lands before the store can grant the name elsewhere)").argParser(duration({ allowZero: true })));
+    .addOption(new Option('--pass-env <names>', `give the command these of the variables tenure withholds (${WITHHELD.join(', ')}), or all`).argParser(passEnvList))
+    .addOption(new Option('--grace <duration>', "after SIGTERM, how long the command has before SIGKILL (default: TTL/5); the term ends this much (+ up to 250 ms) before the lease could expire, so the SIGKILL lands before the store can grant the name elsewhere: it must fit the TTL").argParser(duration({ allowZero: true })));
 }
 
-type Flags = Record<string, unknown> & { backend: BackendName; endpoints: string[]; name: string };
-
-/**
- * `--grace`, defaulting to the lease's safety margin (TTL/5: the one margin rule of every
- * backend), so that by default even a command that ignores SIGTERM is SIGKILLed before the store
- * can grant the name elsewhere. A longer grace is the user's choice, said once on stderr.
- */
-function graceOf(flags: Flags): number {
-  const margin = Math.floor((flags.ttl as number) / 5);
-  const grace = flags.grace as number | undefined;
-  if (grace !== undefined && grace > margin) {
-    process.stderr.write(`tenure: --grace ${grace} ms is longer than the lease's safety margin (${margin} ms, TTL/5): a command that ignores SIGTERM may still run when the store grants the name elsewhere (fence its writes with TENURE_FENCE)\n`);
-  }
-  return grace ?? margin;
-}
+type Flags = Record<string, unknown> & StoreFlags;
 
 /** Builds the program; `exit` receives each command's exit code. */
 export function program(exit: (code: number) => void): Command {
@@ -83,7 +94,7 @@ export function program(exit: (code: number) => void): Command {
     .action(async (command: string[], flags: Flags, cmd: Command) => {
       required(cmd, flags);
       const { runCommand } = await import('./run.js');
-      exit(await runCommand({ ...flags, id: flags.id as string, ttl: flags.ttl as number, grace: graceOf(flags), restart: flags.restart === true }, command));
+      exit(await runCommand({ ...flags, id: flags.id as string, ttl: flags.ttl as number, grace: flags.grace as number | undefined, restart: flags.restart === true }, command));
     });
 
   participantFlags(storeFlags(tenure.command('lock')))
@@ -95,14 +106,14 @@ export function program(exit: (code: number) => void): Command {
     .action(async (command: string[], flags: Flags, cmd: Command) => {
       required(cmd, flags);
       const { lockCommand } = await import('./lock.js');
-      exit(await lockCommand({ ...flags, id: flags.id as string, ttl: flags.ttl as number, grace: graceOf(flags), timeout: flags.timeout as number }, command));
+      exit(await lockCommand({ ...flags, id: flags.id as string, ttl: flags.ttl as number, grace: flags.grace as number | undefined, timeout: flags.timeout as number }, command));
     });
 
   storeFlags(tenure.command('leader'))
     .description("Print NAME's current leader (id and fence); with --watch, every change until SIGINT.")
     .option('--watch', 'keep printing every change of leader')
     .option('--json', 'one JSON object per line: {"id":…,"fence":…} or null')
-    .addHelpText('after', '\nExample:\n  tenure leader --backend zk --endpoints 127.0.0.1:2181 --name nightly --watch --json')
+    .addHelpText('after', '\nEnvironment: the flags marked env: above; TENURE_PASSWORD holds the password (there is no --password).\n\nExample:\n  tenure leader --backend zk --endpoints 127.0.0.1:2181 --name nightly --watch --json')
     .action(async (flags: Flags, cmd: Command) => {
       required(cmd, flags);
       const { leaderCommand } = await import('./leader.js');
@@ -114,16 +125,17 @@ export function program(exit: (code: number) => void): Command {
 /** Parses argv, runs the command, exits: 2 with one line naming the flag on bad usage. */
 export async function main(argv: string[]): Promise<never> {
   let code: number = EXIT.software;
-  for (const v of ['TENURE_BACKEND', 'TENURE_ENDPOINTS']) if (process.env[v] === '') delete process.env[v]; // empty is unset
+  for (const v of ['TENURE_BACKEND', 'TENURE_ENDPOINTS', 'TENURE_USER', 'TENURE_PASSWORD_FILE', 'TENURE_CACERT', 'TENURE_CERT', 'TENURE_KEY']) if (process.env[v] === '') delete process.env[v]; // empty is unset
+  registerEnvSecrets(); // before anything can print
   try {
     await program((c) => (code = c)).parseAsync(argv);
   } catch (e) {
     if (e instanceof CommanderError) {
       if (e.exitCode === 0) process.exit(0); // --help, --version
-      if (e.code !== 'commander.help') process.stderr.write(`tenure: ${e.message.replace(/^error: /, '')}\n`);
+      if (e.code !== 'commander.help') process.stderr.write(redact(`tenure: ${e.message.replace(/^error: /, '')}\n`));
       process.exit(EXIT.usage);
     }
-    process.stderr.write(`tenure: internal error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+    process.stderr.write(redact(`tenure: internal error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`));
     process.exit(EXIT.software);
   }
   process.exit(code);

@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { ExponentialBackoff, type IBackoff } from 'cockatiel';
 import { sleep } from './abort.js';
 import { ConfigError } from './errors.js';
-import { optionalNumber } from './validate.js';
+import { optionalNumber, requireOptions } from './validate.js';
 
 /**
  * The one backoff policy: cockatiel's exponential backoff with decorrelated jitter (AWS's
@@ -19,6 +19,7 @@ export interface BackoffOptions {
 /** Validated backoff bounds. */
 export function backoffOptions(value: BackoffOptions | undefined, field = 'backoff', defaults: Required<BackoffOptions> = { initialMs: 50, maxMs: 1000 }): Required<BackoffOptions> {
   if (value !== undefined && (value === null || typeof value !== 'object')) throw new ConfigError(field, 'must be an object { initialMs, maxMs }');
+  requireOptions(field, value, { initialMs: true, maxMs: true });
   const initialMs = optionalNumber(`${field}.initialMs`, value?.initialMs, defaults.initialMs, { min: 1, max: 2 ** 31 - 1 });
   const maxMs = optionalNumber(`${field}.maxMs`, value?.maxMs, Math.max(defaults.maxMs, initialMs), { min: 1, max: 2 ** 31 - 1 });
   if (maxMs < initialMs) throw new ConfigError(`${field}.maxMs`, `must be at least initialMs (${initialMs}), got ${maxMs}`);

@@ -1,3 +1,5 @@
+import { redactError, redactText } from './redact.js';
+
 /**
  * tenure's error hierarchy: one base class with a stable `code`, one subclass per condition.
  * Never throw strings; every rejection a user can see is one of these (or carries one as `cause`).
@@ -18,6 +20,7 @@ export type TenureErrorCode =
   | 'INVALID_STATE'
   | 'STORE_UNAVAILABLE'
   | 'PERMISSION_DENIED'
+  | 'TLS_FAILED'
   | 'REQUEST_TOO_LARGE'
   | 'PEER_MISSING'
   | 'TERM_ENDED'
@@ -31,7 +34,10 @@ export interface TenureErrorOptions {
   retryable?: boolean;
 }
 
-/** Base class of every error tenure throws. */
+/**
+ * Base class of every error tenure throws. Its message and its whole `cause` chain are cleaned of
+ * secrets (URL passwords, secret-named fields, driver command arguments: core/redact.ts).
+ */
 export class TenureError extends Error {
   /** Stable code to branch on (`err.code === 'STALE_FENCE'`). */
   readonly code: TenureErrorCode;
@@ -39,7 +45,7 @@ export class TenureError extends Error {
   readonly retryable: boolean;
 
   constructor(message: string, code: TenureErrorCode = 'TENURE_ERROR', options: TenureErrorOptions = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    super(redactText(message), options.cause === undefined ? undefined : { cause: redactError(options.cause) });
     this.name = new.target.name;
     this.code = code;
     this.retryable = options.retryable ?? false;
@@ -198,6 +204,43 @@ export class PermissionDeniedError extends TenureError {
   }
 }
 
+/**
+ * What went wrong in a TLS handshake: `unknown-ca` (the server's certificate is not signed by a
+ * CA the client trusts), `expired` (a certificate is out of its validity), `hostname-mismatch`
+ * (the server's certificate is for another name), `client-certificate` (the server wanted a
+ * client certificate and got none, or one it does not trust), `plaintext` (one side does not
+ * speak TLS: plaintext to a TLS port or TLS to a plaintext one).
+ */
+export type TlsProblem = 'unknown-ca' | 'expired' | 'hostname-mismatch' | 'client-certificate' | 'plaintext';
+
+const TLS_PROBLEMS: Record<TlsProblem, string> = {
+  'unknown-ca': "the server's certificate is not signed by a CA this client trusts (check the client's CA)",
+  expired: 'a certificate has expired or is not yet valid',
+  'hostname-mismatch': "the server's certificate is not for the name connected to (check the host or servername)",
+  'client-certificate': "the server refused this client's certificate, or wanted one and got none (check the client certificate and key)",
+  plaintext: 'one side does not speak TLS (plaintext to a TLS port, or TLS to a plaintext one)',
+};
+
+/**
+ * A TLS handshake with the store failed: a misconfiguration, not an outage. Never retryable (the
+ * same certificates fail the same way); `problem` says which, the message says it in words.
+ */
+export class TlsError extends TenureError {
+  /** `etcd`, `redis` or `postgres`. */
+  readonly store: string;
+  /** The endpoint(s) tried, when known (never with credentials). */
+  readonly endpoint: string | undefined;
+  /** What went wrong: `unknown-ca`, `expired`, `hostname-mismatch`, `client-certificate` or `plaintext`. */
+  readonly problem: TlsProblem;
+
+  constructor(store: string, endpoint: string | undefined, problem: TlsProblem, detail: string, options: TenureErrorOptions = {}) {
+    super(`${store}${endpoint ? ` at ${endpoint}` : ''}: TLS failed: ${TLS_PROBLEMS[problem]}: ${detail}`, 'TLS_FAILED', { ...options, retryable: false });
+    this.store = store;
+    this.endpoint = endpoint;
+    this.problem = problem;
+  }
+}
+
 /** A value or request is over the store's size limit. Never retried: it can never succeed. */
 export class RequestTooLargeError extends TenureError {
   /** `etcd`, `zookeeper`, `redis` or `postgres`. */
@@ -209,7 +252,7 @@ export class RequestTooLargeError extends TenureError {
   }
 }
 
-/** A backend entry point was imported without its client package installed. */
+/** A backend needed its client package (at `EtcdSession.create`, `createEtcdClient`, `ZkSession.create`) and it is not installed. */
 export class MissingPeerError extends TenureError {
   /** The npm package to install. */
   readonly packageName: string;

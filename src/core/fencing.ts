@@ -1,4 +1,5 @@
 import { ConfigError } from './errors.js';
+import type { WaitOptions } from './options.js';
 
 /**
  * The resource side of fencing: it remembers the highest fence it has accepted and refuses any
@@ -16,10 +17,14 @@ export interface FencedResource<Ctx = void> {
    * Runs `fn` only if `fence` ≥ the highest fence accepted so far, atomically with recording
    * `fence` as the new highest. A lower fence rejects with `StaleFenceError` and `fn` never runs.
    * If `fn` throws, the write is not accepted and the highest fence does not move.
+   *
+   * `options` bounds the write like every other wait: `signal` aborts it (it rejects with exactly
+   * `signal.reason`), `timeoutMs` gives up with an AcquireTimeoutError. Each implementation says
+   * which of its phases they cover and what is known of a write given up on.
    */
-  write<T>(fence: bigint, fn: (ctx: Ctx) => T | Promise<T>): Promise<T>;
-  /** The highest fence accepted so far (`0n` before any write). */
-  highestFence(): Promise<bigint>;
+  write<T>(fence: bigint, fn: (ctx: Ctx) => T | Promise<T>, options?: WaitOptions): Promise<T>;
+  /** The highest fence accepted so far (`0n` before any write); `options` bounds the read. */
+  highestFence(options?: WaitOptions): Promise<bigint>;
 }
 
 /** Validates a fence argument (a non-negative bigint). */

@@ -2,7 +2,8 @@ import { waitScope } from './abort.js';
 import type { Candidate, LeaderInfo } from './candidate.js';
 import { BusyError, ClosedError } from './errors.js';
 import type { Lease } from './lease.js';
-import type { WaitOptions } from './options.js';
+import { LeaseEmitter } from './lease-events.js';
+import { SIGNAL_KEYS, WAIT_KEYS, type WaitOptions } from './options.js';
 import { optionalSignal, requireOptions } from './validate.js';
 
 /** What a lock-backed election is made of. */
@@ -30,7 +31,7 @@ export interface LeaseCandidateInit {
  * and ends the term, a lease won after the caller gave up is released at once instead of leaking,
  * and after a loss the next `campaign()` acquires a new lease.
  */
-export class LeaseCandidate implements Candidate {
+export class LeaseCandidate extends LeaseEmitter implements Candidate {
   readonly id: string;
   readonly name: string;
   readonly #init: LeaseCandidateInit;
@@ -39,6 +40,7 @@ export class LeaseCandidate implements Candidate {
   #campaigning = false;
 
   constructor(init: LeaseCandidateInit) {
+    super();
     this.#init = init;
     this.id = init.id;
     this.name = init.name;
@@ -49,7 +51,7 @@ export class LeaseCandidate implements Candidate {
   }
 
   async campaign(options?: WaitOptions): Promise<Lease> {
-    const o = requireOptions('options', options);
+    const o = requireOptions('options', options, WAIT_KEYS);
     optionalSignal('signal', o.signal);
     o.signal?.throwIfAborted();
     if (this.#closing.signal.aborted) throw new ClosedError(this.#init.what);
@@ -65,7 +67,7 @@ export class LeaseCandidate implements Candidate {
         throw scope.signal.reason;
       }
       this.#term = lease;
-      return lease;
+      return this.announce(lease);
     } finally {
       this.#campaigning = false;
       scope.dispose();
@@ -79,13 +81,13 @@ export class LeaseCandidate implements Candidate {
   }
 
   leader(options?: WaitOptions): Promise<LeaderInfo | undefined> {
-    const o = requireOptions('options', options);
+    const o = requireOptions('options', options, WAIT_KEYS);
     const scope = waitScope(`${this.#init.what}: leader`, { signal: optionalSignal('signal', o.signal), timeoutMs: o.timeoutMs });
     return this.#init.leader(scope.signal).finally(() => scope.dispose());
   }
 
   observe(options?: { signal?: AbortSignal }): AsyncGenerator<LeaderInfo | undefined, void, undefined> {
-    const o = requireOptions('options', options);
+    const o = requireOptions('options', options, SIGNAL_KEYS);
     const signal = optionalSignal('signal', o.signal) ?? new AbortController().signal;
     return this.#init.observe(signal);
   }

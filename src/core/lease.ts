@@ -1,6 +1,9 @@
+import { MAX_TIMER_MS, onAbort } from './abort.js';
 import { monotonicClock, type Clock } from './clock.js';
 import { ConfigError, LeaseLostError, type LeaseLostReason } from './errors.js';
-import { optionalSignal, requireFunction, requireOptions, requireString } from './validate.js';
+import { reportLeaseError } from './lease-events.js';
+import { silentLogger, type Logger } from './options.js';
+import { optionalSignal, requireFunction, requireObject, requireString } from './validate.js';
 
 /**
  * A lock or a leadership term. It ends when the store says so, not when the holder thinks so:
@@ -31,8 +34,23 @@ export interface Lease extends AsyncDisposable {
    * synchronously on the monotonic clock (no I/O): call it right before a side effect.
    */
   throwIfLost(): void;
-  /** Ends the lease at the store (owner-checked) and aborts `signal`. Idempotent. */
+  /**
+   * Ends the lease at the store (owner-checked) and aborts `signal`. Idempotent. A lease that is
+   * already lost (its signal aborted, or its local deadline passed) is not waited for: the store
+   * ends it by itself, so `release()` resolves at once and the cleanup (freeing the name early, if
+   * the store can still be reached) goes on in the background, bounded by the backend's call
+   * bound and reported through its logger. A live lease's release rejects when the store does not
+   * confirm it (e.g. StoreUnavailableError after `callTimeoutMs`).
+   */
   release(): Promise<void>;
+  /**
+   * What `await using` calls when the block is left: `release()`, best-effort. It never throws,
+   * so it never replaces the block's own result or error: a release the store did not confirm
+   * (a dead or partitioned store) is reported through the backend's logger (warn) and the lease
+   * ends anyway — the store frees the name at the TTL, and the fence refuses any write made
+   * under it from then on.
+   */
+  [Symbol.asyncDispose](): Promise<void>;
 }
 
 export interface LeaseInit {
@@ -55,6 +73,8 @@ export interface LeaseInit {
   parent?: AbortSignal;
   /** @default monotonicClock */
   clock?: Clock;
+  /** Where a failed background cleanup or a failed release at `await using` is reported. @default silent */
+  logger?: Logger;
 }
 
 /**
@@ -66,14 +86,16 @@ export class LeaseController {
   readonly #abort = new AbortController();
   readonly #init: LeaseInit;
   readonly #clock: Clock;
+  readonly #logger: Logger;
   #releasing: Promise<void> | undefined;
+  #offParent: (() => void) | undefined;
   readonly #onParentAbort = (): void => {
     const reason = this.#init.parent?.reason;
     this.lose(reason instanceof LeaseLostError ? reason.reason : 'session-lost', reason);
   };
 
   constructor(init: LeaseInit) {
-    requireOptions('init', init);
+    requireObject('init', init);
     requireString('name', init.name);
     if (typeof init.fence !== 'bigint') throw new ConfigError('fence', `must be a bigint, got ${typeof init.fence}`);
     requireFunction('release', init.release);
@@ -81,6 +103,7 @@ export class LeaseController {
     optionalSignal('parent', init.parent);
     this.#init = init;
     this.#clock = init.clock ?? monotonicClock;
+    this.#logger = init.logger ?? silentLogger();
     const checkDeadline = (): boolean => this.#checkDeadline();
     const abort = this.#abort;
     const lease: Lease = {
@@ -104,12 +127,13 @@ export class LeaseController {
         if (this.#checkDeadline()) throw this.#abort.signal.reason;
       },
       release: () => this.release(),
-      [Symbol.asyncDispose]: () => this.release(),
+      [Symbol.asyncDispose]: () => this.dispose(),
     };
     this.lease = Object.freeze(lease);
     if (init.parent) {
+      // (through onAbort: thousands of leases hang on one session's signal)
       if (init.parent.aborted) this.#onParentAbort();
-      else init.parent.addEventListener('abort', this.#onParentAbort, { once: true });
+      else this.#offParent = onAbort(init.parent, this.#onParentAbort);
     }
   }
 
@@ -121,19 +145,74 @@ export class LeaseController {
   /** Aborts the lease's signal with a {@link LeaseLostError}. No-op when already ended. */
   lose(reason: LeaseLostReason, cause?: unknown, message?: string): void {
     if (this.#abort.signal.aborted) return;
-    this.#init.parent?.removeEventListener('abort', this.#onParentAbort);
+    this.#offParent?.();
     const make = (): LeaseLostError => new LeaseLostError(reason, message ?? `${this.#init.name}: lease lost (${reason})`, { cause, fence: this.#init.fence });
     const err = cause instanceof LeaseLostError && cause.reason === reason && message === undefined ? cause : reason === 'released' ? withoutStack(make) : make();
     this.#abort.abort(err);
   }
 
-  /** Aborts the signal (reason `released`) and releases at the store once. */
+  /**
+   * Aborts the signal (reason `released`) and releases at the store once. Waits on the store only
+   * while the lease may still be live there: a lease already lost (or past its local deadline)
+   * resolves at once, and a live one resolves when its local deadline passes or its session is
+   * lost before the store has answered. From then on the store frees the name by itself (at its
+   * TTL), and waiting on a store that may be unreachable would only hold up the holder (its
+   * `onDemoted`, its next campaign, the end of an `await using` block). The cleanup still runs,
+   * in the background, bounded by the recipe's own call bound; its failure is logged, not thrown.
+   */
   release(): Promise<void> {
     if (!this.#releasing) {
+      const lost = this.#checkDeadline();
       this.lose('released', undefined, `${this.#init.name}: released`);
-      this.#releasing = this.#init.release();
+      const atStore = this.#init.release();
+      if (lost) {
+        this.#inBackground(atStore, 'cleanup of a lost lease did not reach the store; the store ends it at its TTL');
+        this.#releasing = Promise.resolve();
+      } else {
+        this.#releasing = this.#init.deadline || this.#init.parent ? this.#whileLive(atStore) : atStore;
+      }
     }
     return this.#releasing;
+  }
+
+  /** `atStore`, or undefined once the lease's local deadline passes or its session is lost first. */
+  async #whileLive(atStore: Promise<void>): Promise<void> {
+    const { deadline, parent } = this.#init;
+    let timer: NodeJS.Timeout | undefined;
+    let offGone: (() => void) | undefined;
+    const gone = new Promise<'gone'>((resolve) => {
+      const check = (): void => {
+        const left = deadline ? deadline() - this.#clock.now() : Infinity;
+        if (left <= 0) resolve('gone');
+        else if (left !== Infinity) timer = setTimeout(check, Math.min(left, MAX_TIMER_MS));
+      };
+      if (parent?.aborted) return resolve('gone');
+      if (parent) offGone = onAbort(parent, () => resolve('gone'));
+      check();
+    });
+    try {
+      if ((await Promise.race([atStore, gone])) === 'gone') this.#inBackground(atStore, 'release did not reach the store before the lease ended; the store ends it at its TTL');
+    } finally {
+      clearTimeout(timer);
+      offGone?.();
+    }
+  }
+
+  #inBackground(atStore: Promise<void>, message: string): void {
+    atStore.catch((e: unknown) => {
+      this.#logger.warn({ err: e, fence: String(this.#init.fence) }, message);
+      reportLeaseError(this.lease, e);
+    });
+  }
+
+  /** `await using`: `release()`, reporting a failure through the logger instead of throwing it. */
+  async dispose(): Promise<void> {
+    try {
+      await this.release();
+    } catch (e) {
+      this.#logger.warn({ err: e, fence: String(this.#init.fence) }, 'release at the end of an await using block failed; the lease has ended here and the store ends it at its TTL');
+      reportLeaseError(this.lease, e);
+    }
   }
 
   #checkDeadline(): boolean {

@@ -1,6 +1,8 @@
 import { StaleFenceError } from './errors.js';
 import { refused } from './fence-events.js';
-import { requireString } from './validate.js';
+import { waitScope } from './abort.js';
+import { WAIT_KEYS, type WaitOptions } from './options.js';
+import { requireOptions, requireString } from './validate.js';
 import { requireFence, type FencedResource } from './fencing.js';
 
 /** One write the resource accepted or refused, for tests and demos. */
@@ -30,13 +32,24 @@ export class InMemoryFencedResource implements FencedResource<void> {
     this.name = requireString('name', name);
   }
 
-  write<T>(fence: bigint, fn: (ctx: void) => T | Promise<T>): Promise<T> {
+  /**
+   * Writes are queued one after another: `options.signal` / `timeoutMs` bound the wait for this
+   * write's turn (given up on, it rejects and `fn` never runs); once `fn` has started the write
+   * runs to its end.
+   */
+  write<T>(fence: bigint, fn: (ctx: void) => T | Promise<T>, options?: WaitOptions): Promise<T> {
+    let scope;
     try {
       requireFence(fence);
+      scope = waitScope(`fenced write to ${this.name}`, requireOptions('options', options, WAIT_KEYS));
     } catch (e) {
       return Promise.reject(e);
     }
+    const signal = scope.signal;
+    let started = false;
     const run = async (): Promise<T> => {
+      if (signal.aborted) throw signal.reason; // given up on while queued: never runs
+      started = true;
       if (fence < this.#highest) {
         this.#history.push({ fence, accepted: false, highest: this.#highest });
         throw refused(new StaleFenceError(fence, this.#highest, this.name));
@@ -48,10 +61,26 @@ export class InMemoryFencedResource implements FencedResource<void> {
     };
     const p = this.#tail.then(run, run);
     this.#tail = p.catch(() => undefined);
-    return p;
+    return new Promise<T>((resolve, reject) => {
+      const onAbort = (): void => void (started || reject(signal.reason));
+      signal.addEventListener('abort', onAbort, { once: true });
+      if (signal.aborted) onAbort();
+      p.then(resolve, reject).finally(() => {
+        signal.removeEventListener('abort', onAbort);
+        scope.dispose();
+      });
+    });
   }
 
-  highestFence(): Promise<bigint> {
+  /** Answers at once (`options` is validated, an aborted signal rejects). */
+  highestFence(options?: WaitOptions): Promise<bigint> {
+    try {
+      const o = requireOptions('options', options, WAIT_KEYS);
+      waitScope(`highestFence of ${this.name}`, o).dispose();
+      o.signal?.throwIfAborted();
+    } catch (e) {
+      return Promise.reject(e);
+    }
     return Promise.resolve(this.#highest);
   }
 

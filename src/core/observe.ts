@@ -1,6 +1,5 @@
 import type { LeaderInfo } from './candidate.js';
-import { Backoff } from './backoff.js';
-import { sleep } from './abort.js';
+import { retryUntil } from './backoff.js';
 import type { Logger } from './options.js';
 
 /** Whether two leader readings name the same leader in the same term (both nobody counts as same). */
@@ -9,9 +8,11 @@ export function sameLeader(a: LeaderInfo | undefined, b: LeaderInfo | undefined)
   return a.id === b.id && a.fence === b.fence;
 }
 
-export interface ObserveByReadingInit {
-  /** Reads the current leader from the store. */
-  read: (signal: AbortSignal) => Promise<LeaderInfo | undefined>;
+export interface ObserveByReadingInit<T = LeaderInfo | undefined> {
+  /** Reads the current leader (or whatever is observed) from the store. */
+  read: (signal: AbortSignal) => Promise<T>;
+  /** Whether two readings are the same (no change to yield). @default {@link sameLeader} */
+  same?: (a: T, b: T) => boolean;
   /**
    * Resolves at the store's next hint that the leader may have changed (a release message), or
    * after `ms` at the latest. Never rejects.
@@ -29,24 +30,14 @@ export interface ObserveByReadingInit {
  * when the reading differs from the last one, wait for a hint or the interval, read again. Failed
  * reads are retried through the backoff policy; the iterator ends with `signal.reason`.
  */
-export async function* observeByReading(init: ObserveByReadingInit, signal: AbortSignal): AsyncGenerator<LeaderInfo | undefined, void, undefined> {
+export async function* observeByReading<T = LeaderInfo | undefined>(init: ObserveByReadingInit<T>, signal: AbortSignal): AsyncGenerator<T, void, undefined> {
+  const same = init.same ?? (sameLeader as unknown as (a: T, b: T) => boolean);
   let first = true;
-  let last: LeaderInfo | undefined;
-  const backoff = new Backoff({ initialMs: 50, maxMs: init.intervalMs });
+  let last: T | undefined;
+  const onRetry = (e: unknown): void => init.logger.debug({ err: e }, 'observe: read failed; retrying');
   for (;;) {
-    signal.throwIfAborted();
-    let now: LeaderInfo | undefined;
-    try {
-      now = await init.read(signal);
-      backoff.reset();
-    } catch (e) {
-      if (signal.aborted) throw signal.reason;
-      if (!init.retryable(e)) throw e;
-      init.logger.debug({ err: e }, 'observe: read failed; retrying');
-      await sleep(backoff.next(), signal);
-      continue;
-    }
-    if (first || !sameLeader(now, last)) {
+    const now = await retryUntil(() => init.read(signal), { signal, retryable: init.retryable, onRetry, initialMs: 50, maxMs: init.intervalMs });
+    if (first || !same(now, last as T)) {
       first = false;
       last = now;
       yield now;

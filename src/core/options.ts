@@ -1,6 +1,7 @@
-import { pino } from 'pino';
 import { monotonicClock, type Clock } from './clock.js';
 import { ConfigError } from './errors.js';
+import { redactError } from './redact.js';
+import type { OptionKeys } from './validate.js';
 
 /**
  * The options every backend shares, named once: how a wait is bounded, how a recipe logs, which
@@ -14,6 +15,11 @@ export interface WaitOptions {
   /** Gives up after this many ms with an AcquireTimeoutError, undoing what it queued. @default no limit */
   timeoutMs?: number;
 }
+
+/** The keys of {@link WaitOptions} (for `requireOptions`). */
+export const WAIT_KEYS: OptionKeys<WaitOptions> = { signal: true, timeoutMs: true };
+/** The keys of `{ signal }`, the options of every `observe()` (for `requireOptions`). */
+export const SIGNAL_KEYS: OptionKeys<{ signal?: AbortSignal }> = { signal: true };
 
 type LogFn = {
   (obj: object, msg?: string, ...args: unknown[]): void;
@@ -37,12 +43,16 @@ export interface Logger {
   child(bindings: Record<string, unknown>): Logger;
 }
 
-let silent: Logger | undefined;
+const noop = (): void => undefined;
+/** A logger that writes nothing; its children are itself (so recipes bind at no cost). */
+const SILENT: Logger = Object.freeze({ debug: noop, info: noop, warn: noop, error: noop, child: () => SILENT });
 
-/** The default logger: pino at level `silent`. */
+/**
+ * The default logger: writes nothing. tenure depends on no logging library; pass a pino logger
+ * (or anything with the {@link Logger} shape) as `logger` to see its lines.
+ */
 export function silentLogger(): Logger {
-  silent ??= pino({ level: 'silent' });
-  return silent;
+  return SILENT;
 }
 
 /** Validates a `logger` option and returns a child with `bindings` (the silent logger when absent). */
@@ -52,7 +62,21 @@ export function optionalLogger(value: unknown, bindings: Record<string, unknown>
   if (l === null || typeof l !== 'object' || !(['debug', 'info', 'warn', 'error', 'child'] as const).every((m) => typeof l[m] === 'function')) {
     throw new ConfigError('logger', 'must be a pino-compatible logger (debug, info, warn, error, child)');
   }
-  return (l as Logger).child(bindings);
+  return redacting((l as Logger).child(bindings));
+}
+
+/**
+ * `l` with every error a line carries (`err`, or any field holding one) cleaned of secrets first
+ * (core/redact.ts): recipes log driver errors at debug before, or instead of, wrapping them.
+ */
+function redacting(l: Logger): Logger {
+  const clean = (f: LogFn): LogFn =>
+    ((first: unknown, ...rest: unknown[]) => {
+      if (first instanceof Error) redactError(first);
+      else if (first !== null && typeof first === 'object') for (const v of Object.values(first)) if (v instanceof Error) redactError(v);
+      (f as (...a: unknown[]) => void).call(l, first, ...rest);
+    }) as LogFn;
+  return { debug: clean(l.debug), info: clean(l.info), warn: clean(l.warn), error: clean(l.error), child: (b) => redacting(l.child(b)) };
 }
 
 /** Validates a `clock` option (the monotonic clock when absent). */

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { ConfigError } from './errors.js';
+import { unknownOptionMessage } from './option-hints.js';
 
 /**
  * Option validation helpers. Every public constructor validates before anything runs and throws
@@ -14,13 +15,39 @@ function describe(value: unknown): string {
   return typeof value === 'object' ? 'an object' : String(value);
 }
 
-/** Throws unless `value` is a plain options object (or undefined, which becomes `{}`). */
-export function requireOptions<T extends object>(field: string, value: T | undefined): T {
+/**
+ * The keys of an options type, one `true` per property. Written as a literal against the
+ * interface, it is checked both ways by the compiler: a property missing from the list, or a key
+ * the interface does not have, does not compile. So the interface is the one list of names.
+ */
+export type OptionKeys<T> = { readonly [K in keyof T]-?: true };
+
+/**
+ * Throws unless `value` is an object that is not an array (or undefined, which becomes `{}`): for
+ * objects that are not tenure's options (a driver's options passed through, a map of settings).
+ */
+export function requireObject<T extends object>(field: string, value: T | undefined): T {
   if (value === undefined) return {} as T;
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw new ConfigError(field, `must be an options object, got ${describe(value)}`);
   }
   return value;
+}
+
+/**
+ * Throws unless `value` is an options object (or undefined, which becomes `{}`) with no key
+ * outside `keys`. An unknown key is refused — never a default silently used for a misspelt TTL —
+ * with a ConfigError naming it (`ttl`; `backoff.min` when `field` names a nested object rather
+ * than a call's own `options`) and saying what was likely meant (`did you mean 'ttlMs'?`).
+ */
+export function requireOptions<T extends object>(field: string, value: T | undefined, keys: OptionKeys<NoInfer<T>>): T {
+  const o = requireObject(field, value);
+  for (const key of Object.keys(o)) {
+    if (!Object.hasOwn(keys, key)) {
+      throw new ConfigError(field === 'options' ? key : `${field}.${key}`, unknownOptionMessage(key, Object.keys(keys)));
+    }
+  }
+  return o;
 }
 
 export interface NumberRule {

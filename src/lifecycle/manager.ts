@@ -4,8 +4,8 @@ import { Backoff, backoffOptions, type BackoffOptions } from '../core/backoff.js
 import type { Candidate } from '../core/candidate.js';
 import type { Lease } from '../core/lease.js';
 import { ClosedError, ConfigError, NotLeaderError, StateError } from '../core/errors.js';
-import { optionalLogger, type Logger } from '../core/options.js';
-import { optionalBoolean, optionalNumber, optionalSignal, requireFunction, requireOptions } from '../core/validate.js';
+import { optionalLogger, WAIT_KEYS, type Logger } from '../core/options.js';
+import { optionalBoolean, optionalNumber, optionalSignal, requireFunction, requireOptions, type OptionKeys } from '../core/validate.js';
 import { cronPlan, intervalPlan, LeaderSchedule, type CronScheduleOptions, type ScheduledFn } from './schedule.js';
 import { TermRun } from './term.js';
 import type { DemotionInfo, LeadershipEvents, LeadershipState, TermContext } from './types.js';
@@ -27,6 +27,24 @@ export interface LeadershipManagerOptions {
   observeLeader?: boolean;
   /** @default silent */
   logger?: Logger;
+}
+
+/** @internal the keys of {@link LeadershipManagerOptions}. */
+export const MANAGER_KEYS: OptionKeys<LeadershipManagerOptions> = { drainTimeoutMs: true, backoff: true, releaseOnReturn: true, observeLeader: true, logger: true };
+
+/**
+ * @internal The manager's options, validated as the constructor reads them: integrations that make
+ * the candidate later (tenure/nestjs) call it first, so a bad option fails before any I/O.
+ */
+export function managerSettings(options: LeadershipManagerOptions | undefined, loggerBindings: Record<string, unknown>): { drainMs: number; backoff: Required<BackoffOptions>; releaseOnReturn: boolean; observeLeader: boolean; logger: Logger } {
+  const o = requireOptions('options', options, MANAGER_KEYS);
+  return {
+    drainMs: optionalNumber('drainTimeoutMs', o.drainTimeoutMs, 10_000, { integer: true, min: 0, max: 2 ** 31 - 1 }),
+    backoff: backoffOptions(o.backoff, 'backoff', { initialMs: 100, maxMs: 5000 }),
+    releaseOnReturn: optionalBoolean('releaseOnReturn', o.releaseOnReturn, false),
+    observeLeader: optionalBoolean('observeLeader', o.observeLeader, true),
+    logger: optionalLogger(o.logger, loggerBindings),
+  };
 }
 
 /** A hook run at the start of every term, with the term's context (signal, fence, term, track). */
@@ -71,12 +89,12 @@ export class LeadershipManager extends EventEmitter<LeadershipEvents> implements
       throw new ConfigError('candidate', 'must be a Candidate (campaign, resign, leader, observe, close, id)');
     }
     this.candidate = candidate;
-    const o = requireOptions('options', options);
-    this.#drainMs = optionalNumber('drainTimeoutMs', o.drainTimeoutMs, 10_000, { integer: true, min: 0, max: 2 ** 31 - 1 });
-    this.#backoff = new Backoff(backoffOptions(o.backoff, 'backoff', { initialMs: 100, maxMs: 5000 }));
-    this.#releaseOnReturn = optionalBoolean('releaseOnReturn', o.releaseOnReturn, false);
-    this.#observe = optionalBoolean('observeLeader', o.observeLeader, true) && typeof c.observe === 'function';
-    this.#logger = optionalLogger(o.logger, { name: 'leadership', election: candidate.name, id: candidate.id });
+    const s = managerSettings(options, { component: 'leadership', election: candidate.name, id: candidate.id });
+    this.#drainMs = s.drainMs;
+    this.#backoff = new Backoff(s.backoff);
+    this.#releaseOnReturn = s.releaseOnReturn;
+    this.#observe = s.observeLeader && typeof c.observe === 'function';
+    this.#logger = s.logger;
   }
 
   /** Adds a hook run at the start of every term (they run concurrently; the drain waits for all). */
@@ -118,7 +136,7 @@ export class LeadershipManager extends EventEmitter<LeadershipEvents> implements
 
   /** Resolves with the term's context once leading (at once when leading now). */
   async whenElected(options?: { signal?: AbortSignal; timeoutMs?: number }): Promise<TermContext> {
-    const o = requireOptions('options', options);
+    const o = requireOptions('options', options, WAIT_KEYS);
     optionalSignal('signal', o.signal);
     const now = this.currentTerm;
     if (now) return now;
@@ -170,7 +188,7 @@ export class LeadershipManager extends EventEmitter<LeadershipEvents> implements
    * again for `cooldownMs`, so a waiting candidate leads next. Resolves once demoted.
    */
   async resign(options?: { cooldownMs?: number }): Promise<void> {
-    const o = requireOptions('options', options);
+    const o = requireOptions('options', options, { cooldownMs: true });
     const cooldownMs = optionalNumber('cooldownMs', o.cooldownMs, 0, { integer: true, min: 0, max: 2 ** 31 - 1 });
     this.#cooldownUntil = performance.now() + cooldownMs;
     const t = this.#term;
@@ -257,7 +275,11 @@ export class LeadershipManager extends EventEmitter<LeadershipEvents> implements
     this.#logger.info({ fence: String(lease.fence), reason: why.reason, lostReason: why.lostReason }, 'term ended: draining');
     const { drainedMs, timedOut, pending } = await run.drain(this.#drainMs);
     if (timedOut) this.#error(new StateError(`${this.candidate.name}: work of term ${lease.fence} still running ${this.#drainMs} ms after the term ended (drainTimeoutMs); not campaigning again until it settles`));
-    await this.candidate.resign().catch((e: unknown) => this.#error(e));
+    // A lost term's lease is gone already (the store ends it by itself): its cleanup must not hold
+    // up onDemoted, which then runs before a partitioned leader's successor can be elected. The
+    // next campaign still waits for it.
+    const resigned = this.candidate.resign().catch((e: unknown) => this.#error(e));
+    if (why.reason !== 'lost') await resigned;
     this.#term = undefined;
     const info: DemotionInfo = Object.freeze({ reason: why.reason, lostReason: why.lostReason, fence: lease.fence, drainedMs, timedOut, error: why.reason === 'hook-error' ? why.cause : undefined });
     for (const hook of this.#demoted) {
@@ -269,6 +291,7 @@ export class LeadershipManager extends EventEmitter<LeadershipEvents> implements
     }
     this.#setState(this.#closing.signal.aborted ? 'closed' : 'follower');
     this.emit('demoted', info);
+    await resigned;
     // Never two terms at once: work that outlived its drain must settle before the next campaign.
     if (timedOut && !this.#closing.signal.aborted) await Promise.race([pending, new Promise((r) => this.#closing.signal.addEventListener('abort', r, { once: true }))]);
     return why.reason;
@@ -283,11 +306,16 @@ export class LeadershipManager extends EventEmitter<LeadershipEvents> implements
           backoff.reset();
           this.emit('leaderChanged', leader);
         }
+        // Ended without an error (a hand-written Candidate may): observe again, but after the
+        // same backoff as after an error — re-entering at once spins on microtasks and starves
+        // the event loop (close() would never run).
+        if (closing.aborted) break;
+        this.#logger.debug('leadership: observe() ended; observing again after a backoff');
       } catch (e) {
         if (closing.aborted) break;
         this.#error(e);
-        await backoff.wait(closing).catch(() => undefined);
       }
+      await backoff.wait(closing).catch(() => undefined);
     }
   }
 }

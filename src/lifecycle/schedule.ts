@@ -23,11 +23,13 @@ export interface CronScheduleOptions {
   /** The IANA time zone the expression is read in (e.g. `Europe/Berlin`). @default the process's time zone */
   timezone?: string;
   /**
-   * When a term begins, the latest tick that came due at most this many ms before and that this
-   * process has not run is run once, at once (never more than one: no burst). Covers the ticks
-   * that fell in a failover gap (a crashed leader's TTL). The previous leader may have run that
-   * tick already, or been killed in the middle of it: make the job idempotent per `scheduledAt`
-   * (e.g. a row keyed by it, written through a fenced resource). @default 0 (missed ticks are skipped)
+   * A tick missed by at most this many ms is run late, once: when a term begins, the latest tick
+   * that came due in the gap before it (a crashed leader's TTL), and after a run that outlasted
+   * the next tick, the latest tick that came due during it — each at once, coalesced (never more
+   * than one pending: no burst). So a failover loses at most the tick in flight. The previous
+   * leader may have run a caught-up tick already, or been killed in the middle of it: make the
+   * job idempotent per `scheduledAt` (e.g. a row keyed by it, written through a fenced resource).
+   * @default 0 (missed ticks are skipped)
    */
   catchUpMs?: number;
 }
@@ -72,7 +74,7 @@ export function intervalPlan(intervalMs: number): Plan {
 /** Calendar ticks from croner (cron is wall-clock time by definition; lease math never sees it). */
 export function cronPlan(expression: string, options?: CronScheduleOptions): Plan {
   requireString('expression', expression, { maxLength: 1000 });
-  const o = requireOptions('options', options);
+  const o = requireOptions('options', options, { timezone: true, catchUpMs: true });
   const timezone = optionalString('timezone', o.timezone, '', { maxLength: 100 }) || undefined;
   const catchUpMs = optionalNumber('catchUpMs', o.catchUpMs, 0, { integer: true, min: 0, max: MAX_TIMER_MS });
   if (timezone !== undefined) {
@@ -119,9 +121,9 @@ export interface ScheduleHost {
  * A leader-only timer (`manager.every()` / `manager.cron()`): while this process leads, runs the
  * function at each due time, as work of the term (the drain waits for it). A run never overlaps
  * the previous one; due times missed while a run was still going or while not leading are
- * skipped, never made up in a burst (a cron timer's `catchUpMs` runs the latest one missed before
- * a term, once). When the term ends the running run's `signal` aborts and no
- * further run starts; the next term resumes at the next due time.
+ * skipped, never made up in a burst (a cron timer's `catchUpMs` runs the latest one missed — before
+ * a term or during a run — once, right away). When the term ends the running run's `signal`
+ * aborts and no further run starts; the next term resumes at the next due time.
  */
 export class LeaderSchedule implements Disposable {
   readonly #host: ScheduleHost;
@@ -156,9 +158,11 @@ export class LeaderSchedule implements Disposable {
 
   async #loop(ctx: TermContext): Promise<void> {
     const signal = AbortSignal.any([ctx.signal, this.#stopped.signal]);
-    // A tick that fell in the gap before this term (catchUpMs) runs first, once.
-    let overdue = this.#plan.missed?.(this.#last);
     for (;;) {
+      // With catchUpMs, the latest tick missed (in the gap before this term, or while the last
+      // run was still going) runs now, once: coalesced, so a long catch-up run does not lose the
+      // tick that came due during it, and a failover loses at most the tick in flight.
+      const overdue = this.#plan.missed?.(this.#last);
       const due = overdue ?? this.#plan.next(this.#last);
       if (!due) return;
       if (!overdue) {
@@ -168,7 +172,6 @@ export class LeaderSchedule implements Disposable {
           return; // the term ended or the timer stopped
         }
       }
-      overdue = undefined;
       if (signal.aborted) return;
       this.#last = due;
       const run: ScheduledRun = Object.freeze({ signal: ctx.signal, fence: ctx.fence, scheduledAt: due.at });

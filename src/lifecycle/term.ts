@@ -3,6 +3,7 @@ import { LeaseLostError, NotLeaderError, TermEndedError, type TermEndReason } fr
 import type { Lease } from '../core/lease.js';
 import { runInTerm } from './context.js';
 import type { TermContext } from './types.js';
+import { settledWithin } from '../core/abort.js';
 
 /**
  * One term under the manager: the context its hooks get, the work registered with it, and its
@@ -80,9 +81,7 @@ export class TermRun {
       while (this.#work.size > 0) await Promise.all([...this.#work]);
     };
     const pending = all();
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = await Promise.race([pending.then(() => false), new Promise<boolean>((r) => (timer = setTimeout(() => r(true), timeoutMs)))]);
-    clearTimeout(timer);
+    const timedOut = !(await settledWithin(pending, timeoutMs));
     return { drainedMs: performance.now() - t0, timedOut, pending };
   }
 }

@@ -1,6 +1,7 @@
 import { ClosedError, ServerStartError } from '../core/errors.js';
 import { sleep } from '../core/abort.js';
 import { monotonicClock } from '../core/clock.js';
+import { requireOptions } from '../core/validate.js';
 import { removeDir } from './registry.js';
 import { PORT_CLASH, type FaultTarget, type LocalServer, type RestartOptions } from './server.js';
 
@@ -79,6 +80,7 @@ export abstract class LocalCluster<M extends LocalServer> implements FaultTarget
 
   /** Restarts the whole cluster: every member down, then every member up. */
   async restart(options: RestartOptions = {}): Promise<void> {
+    requireOptions('options', options, { hard: true });
     await Promise.all(this.members.map((m) => (options.hard ? m.kill() : m.shutdown())));
     await this.startMembers();
   }

@@ -6,7 +6,7 @@ import { ServerStartError } from '../core/errors.js';
 import type { TestCertificates } from './tls.js';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { optionalNumber, optionalString, requireOptions } from '../core/validate.js';
+import { optionalNumber, optionalString, requireOptions, type OptionKeys } from '../core/validate.js';
 import { freePorts, httpRequest } from './net.js';
 import { makeTempDir, type SpawnSpec } from './process.js';
 import { LocalServer } from './server.js';
@@ -60,7 +60,7 @@ export class EtcdServer extends LocalServer {
 
   constructor(options?: EtcdServerOptions, member?: { name: string; dir: string }) {
     super();
-    const o = requireOptions('options', options);
+    const o = requireOptions('options', options, SERVER_KEYS);
     const heartbeatMs = optionalNumber('heartbeatMs', o.heartbeatMs, 50, { integer: true, min: 1 });
     const electionMs = optionalNumber('electionMs', o.electionMs, 500, { integer: true, min: 5 * heartbeatMs });
     this.#opts = {
@@ -114,9 +114,9 @@ export class EtcdServer extends LocalServer {
     return t && { rootCertificate: Buffer.from(t.ca), privateKey: Buffer.from(t.clientKey), certChain: Buffer.from(t.clientCert) };
   }
 
-  #httpTls(): { ca: string; cert: string; key: string } | undefined {
+  #httpTls(): { ca: string; cert: string; key: string; rejectUnauthorized: boolean } | undefined {
     const t = this.#tls;
-    return t && { ca: t.ca, cert: t.clientCert, key: t.clientKey };
+    return t && { ca: t.ca, cert: t.clientCert, key: t.clientKey, rejectUnauthorized: !t.expiredServer };
   }
 
   /**
@@ -220,6 +220,8 @@ export class EtcdServer extends LocalServer {
 }
 
 /** Options of an {@link EtcdCluster}: each member's, and the size. */
+const SERVER_KEYS: OptionKeys<EtcdServerOptions> = { heartbeatMs: true, electionMs: true, dataBase: true, binary: true, tls: true };
+
 export interface EtcdClusterOptions extends EtcdServerOptions {
   /** Number of members. @default 3 */
   size?: number;
@@ -231,7 +233,7 @@ export class EtcdCluster extends LocalCluster<EtcdServer> {
   readonly members: readonly EtcdServer[];
 
   constructor(options?: EtcdClusterOptions) {
-    const o = requireOptions('options', options);
+    const o = requireOptions('options', options, { ...SERVER_KEYS, size: true });
     const size = optionalNumber('size', o.size, 3, { integer: true, min: 1, max: 9 });
     const { size: _size, ...serverOptions } = o;
     new EtcdServer(serverOptions); // validate member options before making anything

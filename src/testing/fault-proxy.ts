@@ -149,8 +149,8 @@ export class FaultProxy implements AsyncDisposable {
   #accepted = 0;
 
   constructor(options: FaultProxyOptions) {
-    const o = requireOptions('options', options);
-    const target = requireOptions('target', o.target);
+    const o = requireOptions('options', options, { target: true, port: true });
+    const target = requireOptions('target', o.target, { host: true, port: true });
     this.target = {
       host: target.host ?? '127.0.0.1',
       port: requireNumber('target.port', target.port, { integer: true, min: 1, max: 65535 }),

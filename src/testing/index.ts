@@ -10,7 +10,7 @@ export { EtcdServer, EtcdCluster, type EtcdServerOptions, type EtcdClusterOption
 export { RedisServer, type RedisServerOptions } from './redis.js';
 export { RedisCluster, type RedisClusterOptions } from './redis-cluster.js';
 export { PgBouncerServer, type PgBouncerServerOptions } from './pgbouncer.js';
-export { makeCertificates, type TestCertificates } from './tls.js';
+export { makeCertificates, type CertificateOptions, type TestCertificates } from './tls.js';
 export { PostgresServer, type PostgresServerOptions } from './postgres.js';
 export { FaultProxy, type FaultProxyOptions } from './fault-proxy.js';
 export { spawnWorker, workerReport, onParentMessage, WorkerHandle, type WorkerEvent, type SpawnWorkerOptions } from './worker.js';

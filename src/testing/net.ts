@@ -45,13 +45,13 @@ export async function freePorts(n: number): Promise<number[]> {
 export function tcpExchange(
   port: number,
   payload: string,
-  options: { timeoutMs?: number; until?: (received: string) => boolean; host?: string; tls?: { ca: string; cert?: string; key?: string } } = {},
+  options: { timeoutMs?: number; until?: (received: string) => boolean; host?: string; tls?: { ca: string; cert?: string; key?: string; rejectUnauthorized?: boolean } } = {},
 ): Promise<string> {
   const { timeoutMs = 1000, until, host = '127.0.0.1', tls } = options;
   return new Promise<string>((resolve, reject) => {
     let received = '';
     let settled = false;
-    const sock: Socket = tls ? tlsConnect({ host, port, ca: tls.ca, cert: tls.cert, key: tls.key, servername: 'localhost' }) : connect({ host, port });
+    const sock: Socket = tls ? tlsConnect({ host, port, ...tls, servername: 'localhost' }) : connect({ host, port });
     const finish = (err?: Error): void => {
       if (settled) return;
       settled = true;
@@ -76,7 +76,7 @@ export function tcpExchange(
 export function httpRequest(
   port: number,
   path: string,
-  options: { method?: string; body?: string; timeoutMs?: number; host?: string; tls?: { ca: string; cert?: string; key?: string } } = {},
+  options: { method?: string; body?: string; timeoutMs?: number; host?: string; tls?: { ca: string; cert?: string; key?: string; rejectUnauthorized?: boolean } } = {},
 ): Promise<{ status: number; body: string }> {
   const { method = 'GET', body, timeoutMs = 1000, host = '127.0.0.1', tls } = options;
   return new Promise((resolve, reject) => {

@@ -3,7 +3,7 @@ import { chownSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ConfigError, ServerStartError } from '../core/errors.js';
-import { optionalEnum, optionalNumber, optionalString, requireOptions } from '../core/validate.js';
+import { optionalEnum, optionalNumber, optionalString, requireObject, requireOptions } from '../core/validate.js';
 import { freePort } from './net.js';
 import type { SpawnSpec } from './process.js';
 import { findBinDir, postgresUser, type PostgresServer } from './postgres.js';
@@ -52,14 +52,14 @@ export class PgBouncerServer extends LocalServer {
 
   constructor(options: PgBouncerServerOptions) {
     super();
-    const o = requireOptions('options', options);
+    const o = requireOptions('options', options, { postgres: true, poolMode: true, poolSize: true, users: true, authType: true, binary: true });
     if (!o.postgres || typeof (o.postgres as { connectionConfig?: unknown }).connectionConfig !== 'object') {
       throw new ConfigError('postgres', 'must be a started PostgresServer');
     }
     this.#postgres = o.postgres;
     this.poolMode = optionalEnum('poolMode', o.poolMode, ['transaction', 'session', 'statement'] as const, 'transaction');
     this.poolSize = optionalNumber('poolSize', o.poolSize, 4, { integer: true, min: 1, max: 1000 });
-    this.#users = requireOptions('users', o.users);
+    this.#users = requireObject('users', o.users);
     for (const [u, p] of Object.entries(this.#users)) {
       if (!/^\w+$/.test(u) || typeof p !== 'string' || /["\s]/.test(p)) throw new ConfigError('users', `user '${u}' needs a word name and a password without quotes or spaces`);
     }

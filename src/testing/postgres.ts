@@ -3,7 +3,7 @@ import { existsSync, readdirSync, readFileSync, writeFileSync, chownSync } from 
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ConfigError, ServerStartError, StateError } from '../core/errors.js';
-import { optionalString, requireNumber, requireOptions } from '../core/validate.js';
+import { optionalString, requireNumber, requireObject, requireOptions } from '../core/validate.js';
 import { freePort } from './net.js';
 import { makeTempDir, type SpawnSpec } from './process.js';
 import type { TestCertificates } from './tls.js';
@@ -98,11 +98,11 @@ export class PostgresServer extends LocalServer {
 
   constructor(options?: PostgresServerOptions) {
     super();
-    const o = requireOptions('options', options);
+    const o = requireOptions('options', options, { port: true, binDir: true, settings: true, ssl: true, hba: true });
     if (o.port !== undefined) this.#port = requireNumber('port', o.port, { integer: true, min: 1, max: 65535 });
     this.#fixedPort = o.port !== undefined;
     this.#binDir = o.binDir === undefined ? findBinDir() : optionalString('binDir', o.binDir, '');
-    this.#settings = requireOptions('settings', o.settings);
+    this.#settings = requireObject('settings', o.settings);
     this.#ssl = o.ssl;
     if (o.hba !== undefined && (!Array.isArray(o.hba) || o.hba.some((l) => typeof l !== 'string' || /[\r\n]/.test(l)))) {
       throw new ConfigError('hba', 'must be a list of single pg_hba.conf lines');

@@ -29,7 +29,7 @@ export class RedisCluster extends LocalCluster<RedisServer> {
   #created = false;
 
   constructor(options?: RedisClusterOptions) {
-    const o = requireOptions('options', options);
+    const o = requireOptions('options', options, { size: true, binary: true, args: true, tls: true, aclUsers: true, adminPassword: true });
     const size = optionalNumber('size', o.size, 3, { integer: true, min: 3, max: 9 });
     const { size: _size, ...serverOptions } = o;
     new RedisServer(serverOptions); // validate member options before making anything

@@ -20,7 +20,7 @@ export interface RedisServerOptions {
   args?: string[];
   /**
    * Serve TLS only (`--tls-port`, plain port off) with these certificates; clients must trust
-   * `ca`, and may present the client certificate (`--tls-auth-clients optional`).
+   * `ca` and present the client certificate (`--tls-auth-clients yes`, as a hardened deployment).
    */
   tls?: TestCertificates;
   /**
@@ -91,7 +91,7 @@ export class RedisServer extends LocalServer {
 
   constructor(options?: RedisServerOptions, member?: { name: string; dir: string }) {
     super();
-    const o = requireOptions('options', options);
+    const o = requireOptions('options', options, { port: true, binary: true, args: true, tls: true, aclUsers: true, adminPassword: true, replicaOf: true });
     if (o.port !== undefined) this.#port = requireNumber('port', o.port, { integer: true, min: 1, max: 65535 });
     this.#fixedPort = o.port !== undefined;
     this.#binary = optionalString('binary', o.binary, 'redis-server');
@@ -101,7 +101,8 @@ export class RedisServer extends LocalServer {
     if (this.#aclUsers.some((u) => /^default\s/.test(u))) throw new ConfigError('aclUsers', "must not redefine 'default' (use adminPassword)");
     const admin = o.adminPassword ?? (this.#aclUsers.length > 0 ? 'tenure-admin' : undefined);
     this.adminPassword = admin === undefined ? undefined : requireString('adminPassword', admin, { pattern: /^\S+$/, patternHint: 'contain no spaces' });
-    if (o.replicaOf) this.#replicaOf = { host: o.replicaOf.host ?? '127.0.0.1', port: requireNumber('replicaOf.port', o.replicaOf.port, { integer: true, min: 1, max: 65535 }) };
+    const replicaOf = o.replicaOf && requireOptions('replicaOf', o.replicaOf, { host: true, port: true });
+    if (replicaOf) this.#replicaOf = { host: replicaOf.host ?? '127.0.0.1', port: requireNumber('replicaOf.port', replicaOf.port, { integer: true, min: 1, max: 65535 }) };
     this.#cluster = member !== undefined;
     this.name = member ? `redis-${member.name}` : 'redis';
     if (member) {
@@ -153,6 +154,12 @@ export class RedisServer extends LocalServer {
     return t && { ca: t.ca, cert: t.clientCert, key: t.clientKey, servername: 'localhost' };
   }
 
+  /** The kit's own TLS client options: the CA and the client certificate the server requires. */
+  #clientTls(): { ca: string; cert: string; key: string; rejectUnauthorized: boolean } | undefined {
+    const t = this.#tls;
+    return t && { ca: t.ca, cert: t.clientCert, key: t.clientKey, rejectUnauthorized: !t.expiredServer };
+  }
+
   protected async allocatePorts(): Promise<void> {
     if (!this.#fixedPort && !this.#cluster) this.#port = await freePort();
   }
@@ -162,7 +169,7 @@ export class RedisServer extends LocalServer {
     const args = ['--bind', this.host, '--save', '', '--appendonly', 'no', '--dir', dir, '--daemonize', 'no', '--protected-mode', 'no', '--repl-diskless-sync-delay', '0'];
     const t = this.#tls;
     if (t) {
-      args.push('--port', '0', '--tls-port', String(this.port), '--tls-cert-file', t.certFile, '--tls-key-file', t.keyFile, '--tls-ca-cert-file', t.caFile, '--tls-auth-clients', 'optional');
+      args.push('--port', '0', '--tls-port', String(this.port), '--tls-cert-file', t.certFile, '--tls-key-file', t.keyFile, '--tls-ca-cert-file', t.caFile, '--tls-auth-clients', 'yes');
       // A replica (and the cluster bus) speak TLS to their peers too.
       args.push('--tls-replication', 'yes', '--tls-cluster', 'yes');
     } else {
@@ -190,7 +197,7 @@ export class RedisServer extends LocalServer {
     const reply = await tcpExchange(this.port, [...auth, resp(args)].join(''), {
       timeoutMs: 2000,
       until: (r) => hasReplies(r, auth.length + 1),
-      tls: this.#tls && { ca: this.#tls.ca },
+      tls: this.#clientTls(),
     });
     return auth.length ? reply.slice(reply.indexOf('\r\n') + 2) : reply;
   }
@@ -222,7 +229,7 @@ export class RedisServer extends LocalServer {
   protected async probe(): Promise<boolean> {
     // Redis keeps the socket open: read the first reply line, not to EOF. With ACLs the
     // unauthenticated PING is refused with NOAUTH, which also means "serving".
-    const reply = await tcpExchange(this.port, 'PING\r\n', { timeoutMs: 500, until: (r) => r.includes('\r\n'), tls: this.#tls && { ca: this.#tls.ca } });
+    const reply = await tcpExchange(this.port, 'PING\r\n', { timeoutMs: 500, until: (r) => r.includes('\r\n'), tls: this.#clientTls() });
     return reply.startsWith('+PONG') || reply.startsWith('-NOAUTH');
   }
 }

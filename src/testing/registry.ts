@@ -1,4 +1,5 @@
 import { mkdirSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { processTable, statFields } from '../core/proc.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -119,40 +120,6 @@ export function groupStopped(pid: number, withDescendants = false): boolean {
     }
   }
   return true;
-}
-
-/** The fields of a /proc stat file after "pid (comm)" (comm may hold spaces and parentheses). */
-function statFields(path: string): string[] | undefined {
-  try {
-    const stat = readFileSync(path, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  } catch {
-    return undefined;
-  }
-}
-
-interface ProcEntry {
-  pid: number;
-  ppid: number;
-  pgrp: number;
-}
-
-/** Every live process's parent and process group, from one pass over /proc (empty without it). */
-function processTable(): ProcEntry[] {
-  let entries: string[];
-  try {
-    entries = readdirSync('/proc');
-  } catch {
-    return [];
-  }
-  const out: ProcEntry[] = [];
-  for (const e of entries) {
-    if (!/^\d+$/.test(e)) continue;
-    // fields[1] is field 4 (ppid), fields[2] field 5 (process group).
-    const fields = statFields(`/proc/${e}/stat`);
-    if (fields) out.push({ pid: Number(e), ppid: Number(fields[1]), pgrp: Number(fields[2]) });
-  }
-  return out;
 }
 
 /** Every live descendant of `pid` (empty where there is none). */

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { ClosedError, ServerStartError } from '../core/errors.js';
 import { sleep } from '../core/abort.js';
 import { monotonicClock } from '../core/clock.js';
+import { requireOptions } from '../core/validate.js';
 import { ManagedProcess, keepAlive, makeTempDir, type ExitInfo, type SpawnSpec } from './process.js';
 import { removeDir } from './registry.js';
 
@@ -189,6 +190,7 @@ export abstract class LocalServer implements FaultTarget, AsyncDisposable {
   }
 
   async restart(options: RestartOptions = {}): Promise<void> {
+    requireOptions('options', options, { hard: true });
     if (this.#state === 'stopped') throw new ClosedError(this.name);
     if (options.hard) await this.kill();
     else await this.shutdown();

@@ -3,6 +3,7 @@ import { chownSync, chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ServerStartError } from '../core/errors.js';
+import { optionalBoolean, requireOptions } from '../core/validate.js';
 import { makeTempDir } from './process.js';
 
 const run = promisify(execFile);
@@ -21,6 +22,8 @@ export interface TestCertificates {
   readonly clientCertFile: string;
   /** The client certificate's key. */
   readonly clientKeyFile: string;
+  /** The server certificate expired two days ago (`expiredServer`): the kit's own probes then skip verification. */
+  readonly expiredServer: boolean;
   /** PEM text of the files above (what Node's `tls` options take). */
   readonly ca: string;
   /** The server certificate (PEM). */
@@ -33,34 +36,45 @@ export interface TestCertificates {
   readonly clientKey: string;
 }
 
-async function openssl(args: string[], cwd: string): Promise<void> {
+async function openssl(args: string[], cwd: string, expired = false): Promise<void> {
   try {
-    await run('openssl', args, { cwd });
+    // libfaketime signs as of three days ago: a one-day certificate that ended two days ago.
+    if (expired) await run('faketime', ['-f', '-3d', 'openssl', ...args], { cwd });
+    else await run('openssl', args, { cwd });
   } catch (e) {
     const err = e as { stderr?: string };
     throw new ServerStartError(`openssl ${args[0]} failed`, err.stderr ?? String(e), { cause: e });
   }
 }
 
+/** Options of {@link makeCertificates}. */
+export interface CertificateOptions {
+  /** Sign the server certificate so that it expired two days ago (needs `faketime`). @default false */
+  expiredServer?: boolean;
+}
+
 /**
  * Makes a fresh CA and a server and client certificate with `openssl` (EC P-256, 1 day), so no
  * test ever ships a key. `owner` gets the files (Postgres refuses a key others can read or that
- * it does not own).
+ * it does not own). Each call makes a new CA: another call's certificates are strangers to it.
  */
-export async function makeCertificates(owner?: { uid: number; gid: number }): Promise<TestCertificates> {
+export async function makeCertificates(owner?: { uid: number; gid: number }, options: CertificateOptions = {}): Promise<TestCertificates> {
+  const o = requireOptions('options', options, { expiredServer: true });
+  const expiredServer = optionalBoolean('expiredServer', o.expiredServer, false);
   const dir = makeTempDir('tls');
   const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
   await openssl(['req', '-x509', ...ec, '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '1', '-subj', '/CN=tenure-test-ca'], dir);
-  const leaf = async (name: string, cn: string, ext: string): Promise<void> => {
+  const leaf = async (name: string, cn: string, ext: string, expired = false): Promise<void> => {
     await openssl(['req', ...ec, '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${cn}`], dir);
     await openssl(
       ['x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', `${name}.crt`, '-days', '1', '-extfile', ext],
       dir,
+      expired,
     );
   };
   writeFileSync(join(dir, 'server.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n');
   writeFileSync(join(dir, 'client.ext'), 'extendedKeyUsage=clientAuth\n');
-  await leaf('server', 'localhost', 'server.ext');
+  await leaf('server', 'localhost', 'server.ext', expiredServer);
   await leaf('client', 'tenure-client', 'client.ext');
   for (const f of ['ca.crt', 'server.crt', 'server.key', 'client.crt', 'client.key']) {
     const p = join(dir, f);
@@ -76,6 +90,7 @@ export async function makeCertificates(owner?: { uid: number; gid: number }): Pr
     keyFile: join(dir, 'server.key'),
     clientCertFile: join(dir, 'client.crt'),
     clientKeyFile: join(dir, 'client.key'),
+    expiredServer,
     ca: read('ca.crt'),
     cert: read('server.crt'),
     key: read('server.key'),

@@ -112,7 +112,7 @@ export class WorkerHandle implements AsyncDisposable {
     options: { timeoutMs?: number; from?: number } = {},
   ): Promise<WorkerEvent<D>> {
     const pred = typeof match === 'string' ? (e: WorkerEvent) => e.type === match : match;
-    const { timeoutMs = 20_000, from = 0 } = options;
+    const { timeoutMs = 20_000, from = 0 } = requireOptions('options', options, { timeoutMs: true, from: true });
     const what = typeof match === 'string' ? `'${match}'` : 'a matching event';
     return new Promise((resolve, reject) => {
       const check = (): void => {
@@ -187,7 +187,7 @@ export class WorkerHandle implements AsyncDisposable {
 export async function spawnWorker(file: string, args: string[] = [], options?: SpawnWorkerOptions): Promise<WorkerHandle> {
   requireString('file', file);
   if (!Array.isArray(args) || args.some((a) => typeof a !== 'string')) throw new ConfigError('args', 'must be an array of strings');
-  const o = requireOptions('options', options);
+  const o = requireOptions('options', options, { env: true, inheritOutput: true });
   const execArgv = /\.(c|m)?ts$/.test(file) ? ['--import', 'tsx'] : [];
   const child = fork(file, args, {
     execArgv,

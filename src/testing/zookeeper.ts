@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { createHash } from 'node:crypto';
 import { ConfigError, StateError } from '../core/errors.js';
-import { optionalNumber, optionalString, requireOptions } from '../core/validate.js';
+import { optionalNumber, optionalString, requireOptions, type OptionKeys } from '../core/validate.js';
 import { freePort, freePorts, tcpExchange } from './net.js';
 import { makeTempDir, type SpawnSpec } from './process.js';
 import { LocalServer } from './server.js';
@@ -65,7 +65,7 @@ export class ZooKeeperServer extends LocalServer {
 
   constructor(options?: ZooKeeperServerOptions, member?: { id: number; dir: string; port: number }) {
     super();
-    const o = requireOptions('options', options);
+    const o = requireOptions('options', options, SERVER_KEYS);
     const tickTime = optionalNumber('tickTime', o.tickTime, 200, { integer: true, min: 1 });
     const minSessionTimeout = optionalNumber('minSessionTimeout', o.minSessionTimeout, 2 * tickTime, { integer: true, min: 1 });
     const maxSessionTimeout = optionalNumber('maxSessionTimeout', o.maxSessionTimeout, 60_000, { integer: true, min: 1 });
@@ -164,6 +164,8 @@ export class ZooKeeperServer extends LocalServer {
 }
 
 /** Options of a {@link ZooKeeperEnsemble}: each member's, and the size. */
+const SERVER_KEYS: OptionKeys<ZooKeeperServerOptions> = { tickTime: true, minSessionTimeout: true, maxSessionTimeout: true, classpath: true, java: true, superPassword: true };
+
 export interface ZooKeeperEnsembleOptions extends ZooKeeperServerOptions {
   /** Number of members. @default 3 */
   size?: number;
@@ -175,7 +177,7 @@ export class ZooKeeperEnsemble extends LocalCluster<ZooKeeperServer> {
   readonly members: readonly ZooKeeperServer[];
 
   constructor(options?: ZooKeeperEnsembleOptions) {
-    const o = requireOptions('options', options);
+    const o = requireOptions('options', options, { ...SERVER_KEYS, size: true });
     const size = optionalNumber('size', o.size, 3, { integer: true, min: 1, max: 9 });
     const { size: _size, ...serverOptions } = o;
     new ZooKeeperServer(serverOptions); // validate member options before making anything

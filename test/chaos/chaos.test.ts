@@ -7,10 +7,13 @@ import { BACKENDS } from '../../chaos/stores/index.js';
 /**
  * The short chaos runs of `npm test` (the long one is `npm run chaos`): each backend with five
  * candidate processes under the nemesis, with a fixed seed each, and the lifecycle manager's kind
- * on Redis (the quickest store to start); then a run with fencing bypassed, which the checker must
- * catch. One file, so the runs never share the machine with each other; about two minutes in all.
+ * on Redis (the quickest store to start), the shards kind on each backend (64 shards, four
+ * ShardManager processes, checked shard by shard); then a run with fencing bypassed, which the
+ * checker must catch. One file, so the runs never share the machine with each other; about four
+ * minutes in all.
  */
 const SEEDS = { etcd: 1301, zk: 1302, redis: 1303, postgres: 1304 } as const;
+const SHARD_SEEDS = { etcd: 1311, zk: 1312, redis: 1313, postgres: 1314 } as const;
 const SHORT_MS = 10_000;
 
 describe('the chaos suite', () => {
@@ -37,6 +40,19 @@ describe('the chaos suite', () => {
     expect(s.operations.release!.ok).toBeGreaterThan(0); // terms resigned through the manager
   });
 
+  for (const backend of BACKENDS) {
+    it(`${backend}: shards kind: 64 shards over four ShardManager processes under the nemesis (kill, pause, partitions, leave/join) break no rule on any shard`, { timeout: 120_000 }, async () => {
+      const report = await runChaos({ backend, kind: 'shards', shards: 64, candidates: 4, ttlMs: 2000, durationMs: SHORT_MS, seed: SHARD_SEEDS[backend] });
+      console.log(summarize(report));
+      const s = report.result.stats;
+      expect(report.result.violations).toEqual([]);
+      expect(Object.values(s.faults).reduce((a, n) => a + n, 0)).toBeGreaterThan(0);
+      expect(s.terms).toBeGreaterThan(64); // every shard held, and some moved
+      expect(new Set(report.result.terms.map((t) => t.shard)).size).toBe(64);
+      expect(s.writesAcknowledged).toBeGreaterThan(64);
+    });
+  }
+
   it('with fencing bypassed, paused holders write over their successors and the checker reports it', { timeout: 120_000 }, async () => {
     // Pauses only, always of the holder, with a 1 s TTL: about three in ten seconds, each almost
     // surely freezing the holder mid-work, so that it wakes and writes after its successor did.
@@ -54,6 +70,8 @@ describe('the chaos suite', () => {
     expect(() => chaosConfig({ backend: 'etcd', ttlMs: 1500 })).toThrow(expect.objectContaining({ field: 'ttlMs' }));
     expect(() => chaosConfig({ backend: 'etcd', candidates: 1 })).toThrow(expect.objectContaining({ field: 'candidates' }));
     expect(() => chaosConfig({ backend: 'etcd', kind: 'daemon' as never })).toThrow(expect.objectContaining({ field: 'kind' }));
+    expect(() => chaosConfig({ backend: 'etcd', kind: 'shards', shards: 0 })).toThrow(expect.objectContaining({ field: 'shards' }));
+    expect(chaosConfig({ backend: 'etcd', kind: 'shards' }).shards).toBe(1024);
     expect(() => parseDuration('duration', '10 minutes')).toThrow(expect.objectContaining({ field: 'duration' }));
     expect(parseDuration('duration', '1m30s')).toBe(90_000);
     expect(parseDuration('duration', '10m')).toBe(600_000);

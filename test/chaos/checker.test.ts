@@ -207,4 +207,53 @@ describe('HistoryRecorder', () => {
     expect(r.terms.map((t) => [t.fence, t.endedBy])).toEqual([[1n, 'released'], [2n, 'deadline']]);
     expect(r.stats.operations.acquire).toMatchObject({ ok: 2, fail: 1 });
   });
+  it('a sharded history is checked shard by shard: terms of different shards may overlap, two live holders of one shard may not', () => {
+    const tag = (shard: string, ops: HistoryOp[]): HistoryOp[] => ops.map((o) => ({ ...o, shard }));
+    // A holds shard 0 (fence 1) while B holds shard 1 (fence 2), at the same time; then a kill of A.
+    const ops = [
+      ...tag('0', [...grant(0, 'A', 1n), ...write(10, 'A', 1n, 'a1', 'ok', 'r/0')]),
+      ...tag('1', [...grant(5, 'B', 2n), ...write(12, 'B', 2n, 'b1', 'ok', 'r/1'), ended(40, 'B', 2n)]),
+      fault(20, 'kill', 'start', 'A'),
+      fault(21, 'kill', 'end', 'A'),
+      ...tag('0', [...grant(30, 'B', 3n), ...write(35, 'B', 3n, 'b2', 'ok', 'r/0'), ended(50, 'B', 3n)]),
+    ];
+    const registers = { 'r/0': [{ id: 'a1', fence: 1n }, { id: 'b2', fence: 3n }], 'r/1': [{ id: 'b1', fence: 2n }] };
+    const r = checkHistory({ ops, registers }, { failoverBoundMs: 100 });
+    expect(r.violations).toEqual([]);
+    expect(r.terms.map((t) => [t.shard, t.process, t.fence, t.endedBy])).toEqual([['0', 'A', 1n, 'crash'], ['1', 'B', 2n, 'released'], ['0', 'B', 3n, 'released']]);
+    expect(r.stats.faults).toEqual({ kill: 1 }); // once, not once per shard
+    expect(r.stats.failovers).toEqual([expect.objectContaining({ cause: 'kill', from: 'A', to: 'B', ms: 10, shard: '0' })]);
+    expect(r.stats.writesAcknowledged).toBe(3);
+    // The same entries read as one election: two live holders at once (A and B).
+    expect(rules({ ops: ops.map(({ shard: _s, ...o }) => o) })).toContain('overlap');
+    // One shard held twice, and its register taking a lower fence: found, and named.
+    const bad = [...ops, ...tag('1', [...grant(45, 'A2', 4n), ...write(46, 'A2', 4n, 'x1', 'ok', 'r/1'), ...grant(47, 'C', 5n), ...write(48, 'C', 5n, 'c1', 'ok', 'r/1'), ended(60, 'C', 5n)])];
+    const r2 = checkHistory({ ops: bad, registers: { ...registers, 'r/1': [{ id: 'b1', fence: 2n }, { id: 'c1', fence: 5n }, { id: 'x1', fence: 4n }] } });
+    expect(new Set(r2.violations.map((v) => `${v.shard} ${v.rule}`))).toEqual(new Set(['1 overlap', '1 fence-order']));
+    expect(r2.violations.every((v) => v.message.startsWith('shard 1: '))).toBe(true);
+  });
+
+  it("follows a ShardManager's shard terms into each shard's recorder", async () => {
+    const rec = new HistoryRecorder('p');
+    const events = new (await import('eventemitter3')).EventEmitter();
+    let assigned: number[] = [];
+    const sm = Object.assign(events, { get assigned() { return assigned; } });
+    const stop = rec.followShards(sm as never);
+    const lease = (fence: bigint) => new LeaseController({ name: 's', fence, release: async () => undefined }).lease;
+    assigned = [0, 1];
+    sm.emit('assigned', assigned, { added: [0, 1], moved: [], removed: [], members: [] });
+    const t0 = lease(1n);
+    const ctl = new AbortController();
+    sm.emit('shardAcquired', 0, { fence: 1n, signal: ctl.signal, term: t0 }, { waitedMs: 0, from: undefined });
+    assigned = [1];
+    sm.emit('assigned', assigned, { added: [], moved: [], removed: [0], members: [] });
+    ctl.abort();
+    sm.emit('shardReleased', 0, { fence: 1n });
+    stop();
+    const byShard = (s: string) => rec.ops.filter((o) => o.shard === s).map((o) => `${o.type} ${o.f}`);
+    expect(byShard('0')).toEqual(['invoke acquire', 'ok acquire', 'invoke release', 'info term-end', 'ok release']);
+    expect(byShard('1')).toEqual(['invoke acquire']);
+    expect(rec.forShard(0)).toBe(rec.forShard('0'));
+    expect(() => new HistoryRecorder('p', { shard: '' })).toThrow(ConfigError);
+  });
 });

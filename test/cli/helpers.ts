@@ -7,6 +7,8 @@ import { pollValue } from '../helpers/wait.js';
 /** Runs the CLI from the source tree as a user runs `tenure`, with its output captured. */
 const main = new URL('../../src/cli/main.ts', import.meta.url).pathname;
 export const childScript = new URL('./fixtures/child.mjs', import.meta.url).pathname;
+/** A command that runs childScript as its own child (see fixtures/fork.mjs). */
+export const forkScript = new URL('./fixtures/fork.mjs', import.meta.url).pathname;
 
 export interface Tenure {
   readonly proc: ChildProcess;

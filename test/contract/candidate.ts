@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { BusyError, ClosedError, type Candidate, type Clock, type LeaderInfo, type Lease } from '../../src/index.js';
-import { pollValue } from '../helpers/wait.js';
+import { EventEmitter } from 'eventemitter3';
+import { BusyError, ClosedError, LeaseLostError, type Candidate, type Clock, type LeaderInfo, type Lease, type LeaseEvents } from '../../src/index.js';
+import { FaultProxy } from '../../src/testing/index.js';
+import { pollValue, settlesWithin } from '../helpers/wait.js';
 
 /**
  * The contract every Candidate keeps (src/core/candidate.ts), run over etcd, ZooKeeper, Redis and
@@ -25,7 +27,20 @@ export interface CandidateBackend {
   lossNoticeSlackMs?: number;
   /** Closes what `make` opened. */
   cleanup(): Promise<void>;
+  /** The store's port on 127.0.0.1, for a FaultProxy in front of it. */
+  port(): number;
+  /**
+   * A candidate like `make`'s whose every connection to the store goes to `127.0.0.1:port` (a
+   * FaultProxy of its own), with the backend's default call bounds (`callTimeoutMs` 5 s).
+   */
+  makeThrough(name: string, id: string, port: number): Promise<Candidate>;
 }
+
+/**
+ * How long the release of a lease that is already lost may take: it must not wait on the store,
+ * whose calls are bounded by `callTimeoutMs` (5 s by default) — a generous bound far below it.
+ */
+export const LOST_RELEASE_BOUND_MS = 1000;
 
 const WAIT = 20_000;
 let seq = 0;
@@ -98,6 +113,27 @@ export function candidateContract(kind: string, backend: () => CandidateBackend,
       await Promise.all([x.close(), y.close()]);
     });
 
+    it('a waiting campaign aborted with an Error, a string or no reason rejects with exactly that reason, and leaves nothing queued', async () => {
+      const b = backend();
+      const name = fresh();
+      const [x, y] = [await b.make(name, 'x'), await b.make(name, 'y')];
+      await x.campaign({ timeoutMs: WAIT });
+      for (const abort of [(ac: AbortController) => ac.abort(new Error('mine')), (ac: AbortController) => ac.abort('mine'), (ac: AbortController) => ac.abort()]) {
+        const ac = new AbortController();
+        const pending = y.campaign({ signal: ac.signal });
+        pending.catch(() => undefined);
+        await new Promise((r) => setTimeout(r, 100));
+        abort(ac);
+        const error = await pending.then(
+          () => 'resolved',
+          (e: unknown) => e,
+        );
+        expect(error).toBe(ac.signal.reason);
+      }
+      expect(await pollValue(async () => ((await b.participants(name)) === 1 ? 1 : undefined), WAIT)).toBe(1);
+      await Promise.all([x.close(), y.close()]);
+    });
+
     it('after a loss from outside, the same object campaigns again and wins a term with a higher fence', async () => {
       const b = backend();
       const name = fresh();
@@ -112,6 +148,34 @@ export function candidateContract(kind: string, backend: () => CandidateBackend,
       expect(second.fence).toBeGreaterThan(first.fence);
       expect((await x.leader())?.id).toBe('x');
       await x.close();
+    });
+
+    it('emits granted before campaign() resolves, then released on resign and lost on a loss from outside, once each, in that order', async () => {
+      const b = backend();
+      const name = fresh();
+      const x = await b.make(name, 'x');
+      const events: string[] = [];
+      const leases: Lease[] = [];
+      const emitter = x as unknown as EventEmitter<LeaseEvents>;
+      expect(emitter).toBeInstanceOf(EventEmitter);
+      emitter.on('granted', (lease) => {
+        leases.push(lease);
+        events.push(`granted ${leases.length}`);
+      });
+      emitter.on('released', (lease) => void events.push(`released ${leases.indexOf(lease) + 1}`));
+      emitter.on('lost', (e, lease) => void events.push(`lost ${leases.indexOf(lease) + 1} ${e instanceof LeaseLostError && e.reason !== 'released'}`));
+      const first = await x.campaign({ timeoutMs: WAIT });
+      expect(events).toEqual(['granted 1']);
+      expect(leases[0]).toBe(first);
+      await x.resign();
+      const second = await x.campaign({ timeoutMs: WAIT });
+      await b.loseFromOutside(x, second);
+      await aborted(second.signal);
+      await pollValue(async () => (events.length >= 4 ? true : undefined), WAIT);
+      await new Promise((r) => setTimeout(r, 200)); // nothing more comes
+      expect(events).toEqual(['granted 1', 'released 1', 'granted 2', 'lost 2 true']);
+      await x.close();
+      expect(events).toHaveLength(4);
     });
 
     it('a leader whose term is ended from outside hears it no later than the next leader is elected', async () => {
@@ -209,6 +273,55 @@ export function candidateContract(kind: string, backend: () => CandidateBackend,
       expect(term.lostReason).toBe('deadline');
       expect(() => term.throwIfLost()).toThrow(expect.objectContaining({ code: 'LEASE_LOST', reason: 'deadline' }));
       await x.close();
+    });
+
+    it('releasing a term lost behind a blackholed link settles at once: the cleanup does not wait on the store', async () => {
+      const b = backend();
+      const proxy = await new FaultProxy({ target: { port: b.port() } }).start();
+      const x = await b.makeThrough(fresh(), 'x', proxy.port);
+      try {
+        const term = await x.campaign({ timeoutMs: WAIT });
+        proxy.blackhole();
+        await aborted(term.signal); // its local deadline (ZooKeeper: the silent connection)
+        expect(term.lostReason).not.toBe('released');
+        const t0 = performance.now();
+        expect(await settlesWithin(term.release(), LOST_RELEASE_BOUND_MS)).toBe('resolved');
+        console.log(`[${kind}] release of a term lost behind a blackholed link: ${(performance.now() - t0).toFixed(1)} ms`);
+        expect(await settlesWithin(x.resign(), LOST_RELEASE_BOUND_MS)).toBe('resolved');
+        expect(x.term).toBeUndefined();
+      } finally {
+        await proxy.stop();
+        await x.close().catch(() => undefined);
+      }
+    });
+
+    it("leaving an await using block while the store is unreachable: the block's own error comes out, once the term's local deadline has passed", async () => {
+      const b = backend();
+      const proxy = await new FaultProxy({ target: { port: b.port() } }).start();
+      const x = await b.makeThrough(fresh(), 'x', proxy.port);
+      try {
+        const mine = new Error('the block failed');
+        let cutAt = 0;
+        const block = async (): Promise<never> => {
+          await using term = await x.campaign({ timeoutMs: WAIT });
+          expect(term.lost).toBe(false);
+          proxy.blackhole();
+          cutAt = performance.now();
+          throw mine;
+        };
+        const thrown = await block().catch((e: unknown) => e);
+        const leftAfter = performance.now() - cutAt;
+        console.log(`[${kind}] await using block left ${Math.round(leftAfter)} ms after the link went silent (TTL ${b.ttlMs} ms)`);
+        expect(thrown).toBe(mine); // not a StoreUnavailableError, nor a SuppressedError wrapping it
+        // The release waits on the store only while the term may still be live there: the block
+        // is left by the local deadline (TTL − margin after the last refresh), well before the
+        // store's call bound (callTimeoutMs, 5 s) would have given up.
+        expect(leftAfter, `left the block ${Math.round(leftAfter)} ms after the link went silent`).toBeLessThan(b.ttlMs + 1000);
+        expect(x.term).toBeUndefined();
+      } finally {
+        await proxy.stop();
+        await x.close().catch(() => undefined);
+      }
     });
   });
 }

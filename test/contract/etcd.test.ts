@@ -9,14 +9,16 @@ import { managerContract } from './manager.js';
 let etcd: EtcdServer;
 let client: Etcd3;
 const sessions = new Map<Candidate, EtcdSession>();
+const clients: Etcd3[] = [];
 
 beforeAll(async () => {
   etcd = await new EtcdServer().start();
-  client = createEtcdClient({ hosts: etcd.endpoints });
+  client = await createEtcdClient({ hosts: etcd.endpoints });
 });
 afterEach(async () => {
   await Promise.all([...sessions.values()].map((s) => s.close()));
   sessions.clear();
+  for (const c of clients.splice(0)) c.close();
 });
 afterAll(async () => {
   client?.close();
@@ -38,6 +40,15 @@ const backend = (): CandidateBackend => ({
     return (await client.getAll().prefix(`contract/${name}/`).keys()).length;
   },
   async cleanup() {},
+  port: () => etcd.clientPort,
+  async makeThrough(name, id, port) {
+    const c = await createEtcdClient({ hosts: [`http://127.0.0.1:${port}`] });
+    clients.push(c);
+    const session = await EtcdSession.create({ client: c, ttlMs: 2000 });
+    const e = new EtcdElection(session, `contract/${name}`, { id });
+    sessions.set(e, session);
+    return e;
+  },
 });
 
 candidateContract('etcd EtcdElection', backend, { queuesOnSession: true });

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { ClosedError, ConfigError, LeadershipManager, StateError, TermEndedError, type DemotionInfo, type LeaderInfo, type TermContext } from '../../src/index.js';
-import { pollValue } from '../helpers/wait.js';
-import type { CandidateBackend } from './candidate.js';
+import { FaultProxy } from '../../src/testing/index.js';
+import { pollValue, settlesWithin } from '../helpers/wait.js';
+import { LOST_RELEASE_BOUND_MS, type CandidateBackend } from './candidate.js';
 
 /**
  * The lifecycle manager's contract, run unchanged over the etcd, ZooKeeper, Redis and Postgres
@@ -189,6 +190,42 @@ export function managerContract(kind: string, backend: () => CandidateBackend): 
       expect(() => m.start()).toThrow(StateError);
       await m.close();
       await expect(m.whenElected()).rejects.toBeInstanceOf(ClosedError);
+    });
+
+    it("a leader behind a blackholed link: its onDemoted runs before the next leader's onElected, and its lost lease's release settles at once", async () => {
+      const be = backend();
+      const name = fresh();
+      const proxies = [await new FaultProxy({ target: { port: be.port() } }).start(), await new FaultProxy({ target: { port: be.port() } }).start()] as const;
+      const options = { backoff: { initialMs: 20, maxMs: 200 }, observeLeader: false };
+      const a = new LeadershipManager(await be.makeThrough(name, 'a', proxies[0].port), options);
+      const b = new LeadershipManager(await be.makeThrough(name, 'b', proxies[1].port), options);
+      try {
+        const aLog = recorder(a);
+        const bLog = recorder(b);
+        let abortedAt = 0;
+        a.onElected(({ signal }) => void signal.addEventListener('abort', () => (abortedAt ||= performance.now()), { once: true }));
+        a.start();
+        const ta = await a.whenElected({ timeoutMs: WAIT });
+        b.start();
+        await new Promise((r) => setTimeout(r, 300)); // b queues behind a
+        proxies[0].blackhole();
+        const tb = await b.whenElected({ timeoutMs: WAIT });
+        const bElected = bLog.find((l) => l.what === 'elected')!;
+        expect(tb.fence).toBeGreaterThan(ta.fence);
+        const aDemoted = aLog.find((l) => l.what === 'demoted' && l.fence === ta.fence);
+        expect(aDemoted, "a's onDemoted had not run when b's onElected ran").toBeDefined();
+        expect(aDemoted!.info!.reason).toBe('lost');
+        expect(abortedAt).toBeGreaterThan(0);
+        expect(abortedAt).toBeLessThanOrEqual(aDemoted!.at); // the signal first, as ever
+        console.log(`[${kind}] blackholed leader: onDemoted ${(aDemoted!.at - abortedAt).toFixed(1)} ms after its signal aborted, ${(bElected.at - aDemoted!.at).toFixed(0)} ms before the successor's onElected`);
+        expect(aDemoted!.at).toBeLessThan(bElected.at);
+        expect(await settlesWithin(ta.term.release(), LOST_RELEASE_BOUND_MS)).toBe('resolved');
+      } finally {
+        // b's link is sound: close it first (its release reaches the store); a's is cut for good.
+        await b.close();
+        await Promise.all(proxies.map((p) => p.stop()));
+        await a.close();
+      }
     });
   });
 }

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, afterEach, beforeAll } from 'vitest';
 import type pg from 'pg';
 import { makePool } from '../postgres/helpers.js';
 import { PostgresServer } from '../../src/testing/index.js';
@@ -8,10 +8,14 @@ import { managerContract } from './manager.js';
 
 let server: PostgresServer;
 let pool: pg.Pool;
+const pools: pg.Pool[] = [];
 
 beforeAll(async () => {
   server = await new PostgresServer().start();
   pool = makePool({ ...server.connectionConfig, max: 20 });
+});
+afterEach(async () => {
+  await Promise.all(pools.splice(0).map((p) => p.end()));
 });
 afterAll(async () => {
   await pool?.end();
@@ -37,6 +41,12 @@ const backend = (): CandidateBackend => ({
     return (await lockers(name)).length;
   },
   async cleanup() {},
+  port: () => server.port,
+  async makeThrough(name, id, port) {
+    const p = makePool({ ...server.connectionConfig, port, max: 5 });
+    pools.push(p);
+    return new PgElection(p, name, { id, ttlMs: 3000, backoff: { initialMs: 10, maxMs: 100 }, observeIntervalMs: 100 });
+  },
 });
 
 candidateContract('Postgres PgElection', backend);

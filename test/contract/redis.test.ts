@@ -1,4 +1,4 @@
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, afterEach, beforeAll } from 'vitest';
 import type { Redis } from 'ioredis';
 import { RedisServer } from '../../src/testing/index.js';
 import { RedisElection } from '../../src/recipes/redis/index.js';
@@ -9,11 +9,15 @@ import { managerContract } from './manager.js';
 const prefix = 'contract:';
 let server: RedisServer;
 let redis: Redis;
+const extra: Redis[] = [];
 
 beforeAll(async () => {
   server = await new RedisServer().start();
   redis = client(server.port);
   await backdateBoot(redis, prefix);
+});
+afterEach(() => {
+  for (const c of extra.splice(0)) c.disconnect();
 });
 afterAll(async () => {
   redis?.disconnect();
@@ -34,6 +38,12 @@ const backend = (): CandidateBackend => ({
     return (await redis.exists(`${prefix}lock:{${name}}`)) + (await redis.zcard(`${prefix}queue:{${name}}`));
   },
   async cleanup() {},
+  port: () => server.port,
+  async makeThrough(name, id, port) {
+    const c = client(port);
+    extra.push(c);
+    return new RedisElection(c, name, { id, ttlMs: 2000, keyPrefix: prefix, retryMaxMs: 200, observeIntervalMs: 200 });
+  },
 });
 
 candidateContract('Redis RedisElection', backend);

@@ -39,6 +39,13 @@ const backend = (): CandidateBackend => ({
     return (await children(raw, `/contract/${name}`)).length;
   },
   async cleanup() {},
+  port: () => zk.port,
+  async makeThrough(name, id, port) {
+    const session = await ZkSession.create({ connectionString: `127.0.0.1:${port}`, ttlMs: 3000 });
+    const latch = new LeaderLatch(session, `/contract/${name}`, { id });
+    sessions.set(latch, session);
+    return latch;
+  },
 });
 
 candidateContract('ZooKeeper LeaderLatch', backend, { queuesOnSession: true });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { raceSignal, sleep, waitScope, whenAborted } from '../../src/core/abort.js';
+import { onAbort, raceSignal, sleep, sleepQuietly, waitScope, whenAborted } from '../../src/core/abort.js';
+import { inWindow, JOINS_IN_FLIGHT } from '../../src/core/window.js';
 import { AcquireTimeoutError, ConfigError } from '../../src/core/errors.js';
 
 describe('abort helpers', () => {
@@ -11,6 +12,28 @@ describe('abort helpers', () => {
     const p = sleep(10_000, c2.signal);
     c2.abort(new Error('later'));
     await expect(p).rejects.toThrow('later');
+    // Exactly the reason, whatever it is — never the timer's own AbortError around it.
+    const reason = new Error('exact');
+    const c3 = new AbortController();
+    const p3 = sleep(10_000, c3.signal);
+    c3.abort(reason);
+    await expect(p3).rejects.toBe(reason);
+    const c4 = new AbortController();
+    const p4 = sleep(10_000, c4.signal);
+    c4.abort('a string');
+    await expect(p4).rejects.toBe('a string');
+    const c5 = new AbortController();
+    const p5 = sleep(10_000, c5.signal);
+    c5.abort();
+    await expect(p5).rejects.toBe(c5.signal.reason);
+    // A delay past Node's timer limit waits (clamped) instead of firing at once.
+    const c6 = new AbortController();
+    const p6 = sleep(2 ** 40, c6.signal);
+    const early = await Promise.race([p6.then(() => 'fired'), new Promise((r) => setTimeout(() => r('waiting'), 50))]);
+    expect(early).toBe('waiting');
+    c6.abort('done');
+    await expect(p6).rejects.toBe('done');
+    expect(await sleepQuietly(10_000, AbortSignal.abort('x'))).toBeUndefined();
   });
 
   it('raceSignal settles with the promise or rejects with the reason', async () => {
@@ -37,5 +60,55 @@ describe('abort helpers', () => {
     scope.dispose();
     expect(() => waitScope('x', { timeoutMs: -1 })).toThrow(ConfigError);
     expect(() => waitScope('x', { signal: {} as AbortSignal })).toThrow(ConfigError);
+  });
+  it('onAbort: thousands of subscribers on one signal through one listener, each called once; an unsubscribed one not at all', () => {
+    const c = new AbortController();
+    let added = 0;
+    const add = c.signal.addEventListener.bind(c.signal);
+    c.signal.addEventListener = ((...args: Parameters<typeof add>) => {
+      added++;
+      return add(...args);
+    }) as typeof add;
+    const calls = new Array<number>(10_000).fill(0);
+    const offs = calls.map((_, i) => onAbort(c.signal, () => calls[i]!++));
+    offs[7]!();
+    c.abort();
+    c.abort();
+    expect(added).toBe(1);
+    expect(calls.filter((n) => n === 1).length).toBe(9_999);
+    expect(calls[7]).toBe(0);
+  });
+
+  it('inWindow: at most JOINS_IN_FLIGHT at once per owner, the rest in order; a wait ends with its signal', async () => {
+    const owner = {};
+    let running = 0;
+    let most = 0;
+    const order: number[] = [];
+    const gates: (() => void)[] = [];
+    const job = (i: number) => () =>
+      new Promise<void>((resolve) => {
+        running++;
+        most = Math.max(most, running);
+        order.push(i);
+        gates.push(() => {
+          running--;
+          resolve();
+        });
+      });
+    const all = Array.from({ length: JOINS_IN_FLIGHT + 5 }, (_, i) => inWindow(owner, undefined, job(i)));
+    await new Promise((r) => setImmediate(r));
+    expect(running).toBe(JOINS_IN_FLIGHT);
+    const c = new AbortController();
+    const given = inWindow(owner, c.signal, job(-1));
+    c.abort(new Error('gave up'));
+    await expect(given).rejects.toThrow('gave up');
+    while (gates.length > 0) {
+      gates.shift()!();
+      await new Promise((r) => setImmediate(r));
+    }
+    await Promise.all(all);
+    expect(most).toBe(JOINS_IN_FLIGHT);
+    expect(order).toEqual(Array.from({ length: JOINS_IN_FLIGHT + 5 }, (_, i) => i));
+    await inWindow({}, undefined, async () => undefined); // another owner: its own window
   });
 });

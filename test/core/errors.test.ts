@@ -9,8 +9,13 @@ import {
   ServerStartError,
   SessionExpiredError,
   StaleFenceError,
+  StoreUnavailableError,
   TenureError,
 } from '../../src/index.js';
+import { expectNoSecret } from '../helpers/secrets.js';
+import { optionalLogger } from '../../src/core/options.js';
+import { pino } from 'pino';
+import { Writable } from 'node:stream';
 
 describe('error hierarchy', () => {
   const cases: [TenureError, string, string][] = [
@@ -55,5 +60,37 @@ describe('error hierarchy', () => {
   it('a lost lease is retryable unless the holder ended it', () => {
     expect(new LeaseLostError('deadline').retryable).toBe(true);
     expect(new LeaseLostError('released').retryable).toBe(false);
+  });
+});
+
+describe('secrets never survive in a tenure error', () => {
+  it('a cause chain loses URL passwords, secret-named fields and driver command arguments, in place', () => {
+    const driver = Object.assign(new Error('connect to postgres://app:hunter2@db:5432/x failed'), {
+      command: { name: 'hello', args: ['3', 'AUTH', 'app', 'hunter2'] },
+      options: { host: 'db', password: 'hunter2', authInfo: [{ scheme: 'digest', auth: 'app:hunter2' }] },
+    });
+    const inner = new AggregateError([Object.assign(new Error('x'), { connectionString: 'redis://:hunter2@h' })], 'all failed');
+    (driver as { cause?: unknown }).cause = inner;
+    (inner as { cause?: unknown }).cause = driver; // a cycle ends the walk, not the process
+    const err = new StoreUnavailableError('postgres', 'db:5432', 'failed: postgres://app:hunter2@db:5432/x', { cause: driver });
+    expect(err.cause).toBe(driver);
+    expect(driver.command).toEqual({ name: 'hello', args: '[redacted]' });
+    expect(driver.options.host).toBe('db');
+    expectNoSecret(err, 'hunter2');
+    expect(err.message).toContain('postgres://app:[redacted]@db:5432/x');
+  });
+});
+
+describe('secrets never reach a log line', () => {
+  it('the logger tenure wraps cleans the errors a line carries (driver errors are logged before they are wrapped)', () => {
+    const lines: string[] = [];
+    const logger = pino({ level: 'debug' }, new Writable({ write: (c: Buffer, _e, cb) => (lines.push(c.toString()), cb()) }));
+    const log = optionalLogger(logger, { component: 'test' }).child({ id: 'x' });
+    const driver = Object.assign(new Error('handshake to rediss://app:hunter2@h failed'), { command: { name: 'hello', args: ['3', 'AUTH', 'app', 'hunter2'] } });
+    log.debug({ err: driver }, 'retrying');
+    log.warn(driver);
+    expect(lines).toHaveLength(2);
+    expect(lines.join('\n')).toContain('retrying');
+    expect(lines.join('\n')).not.toContain('hunter2');
   });
 });

@@ -1,10 +1,16 @@
 import { describe, expect, it, vi } from 'vitest';
 import { LeaseController } from '../../src/core/lease.js';
-import { LeaseLostError, type Clock } from '../../src/index.js';
+import { silentLogger } from '../../src/core/options.js';
+import { LeaseLostError, type Clock, type Logger } from '../../src/index.js';
 
 function manualClock(start = 0): Clock & { t: number } {
   const c = { t: start, now: () => c.t };
   return c;
+}
+
+/** 'resolved', 'rejected', or 'pending' when `p` has not settled after the I/O queued now. */
+async function settled(p: Promise<unknown>): Promise<string> {
+  return Promise.race([p.then(() => 'resolved', () => 'rejected'), new Promise<string>((r) => setImmediate(() => r('pending')))]);
 }
 
 describe('Lease', () => {
@@ -83,6 +89,55 @@ describe('Lease', () => {
   it('a store-side release failure rejects release()', async () => {
     const c = new LeaseController({ name: 'n', fence: 1n, release: () => Promise.reject(new Error('store down')) });
     await expect(c.lease.release()).rejects.toThrow('store down');
+  });
+
+  it('releasing a lease already lost, or past its local deadline, resolves at once; the cleanup runs in the background and its failure is logged', async () => {
+    const never = (): Promise<void> => new Promise<void>(() => undefined);
+    const lost = new LeaseController({ name: 'n', fence: 1n, release: vi.fn(never) });
+    lost.lose('expired');
+    expect(await settled(lost.lease.release())).toBe('resolved');
+    const clock = manualClock(0);
+    const store = vi.fn(() => Promise.reject(new Error('store down')));
+    const warnings: unknown[] = [];
+    const logger = { ...silentLogger(), warn: (o: unknown) => void warnings.push(o) } as Logger;
+    const late = new LeaseController({ name: 'n', fence: 2n, clock, deadline: () => 100, release: store, logger });
+    clock.t = 100; // past the deadline, not yet noticed by anything
+    expect(await settled(late.lease.release())).toBe('resolved');
+    expect(store).toHaveBeenCalledTimes(1); // the cleanup still runs
+    expect(late.lease.lostReason).toBe('deadline');
+    await new Promise((r) => setImmediate(r));
+    expect(warnings).toEqual([expect.objectContaining({ fence: '2', err: expect.objectContaining({ message: 'store down' }) })]);
+  });
+
+  it('releasing a live lease waits for the store only until its local deadline passes or its session is lost', async () => {
+    const never = (): Promise<void> => new Promise<void>(() => undefined);
+    const t0 = performance.now();
+    const timed = new LeaseController({ name: 'n', fence: 1n, deadline: () => t0 + 100, release: never });
+    await timed.lease.release(); // resolves once the deadline has passed (would hang otherwise)
+    expect(performance.now()).toBeGreaterThanOrEqual(t0 + 99);
+    const session = new AbortController();
+    const bound = new LeaseController({ name: 'n', fence: 2n, parent: session.signal, release: never });
+    const p = bound.lease.release();
+    expect(await settled(p)).toBe('pending');
+    session.abort(new LeaseLostError('suspended'));
+    expect(await settled(p)).toBe('resolved');
+    const refused = new LeaseController({ name: 'n', fence: 3n, deadline: () => performance.now() + 60_000, release: () => Promise.reject(new Error('store down')) });
+    await expect(refused.lease.release()).rejects.toThrow('store down'); // an answer before the deadline still counts
+  });
+
+  it('await using never throws a failed release over the block: it logs it, and the lease has ended', async () => {
+    const warnings: unknown[] = [];
+    const logger = { ...silentLogger(), warn: (o: unknown) => void warnings.push(o) } as Logger;
+    const c = new LeaseController({ name: 'n', fence: 3n, release: () => Promise.reject(new Error('store down')), logger });
+    const block = async (): Promise<string> => {
+      await using lease = c.lease;
+      expect(lease.lost).toBe(false);
+      return 'result';
+    };
+    expect(await block()).toBe('result');
+    expect(c.lease.signal.aborted).toBe(true);
+    expect(warnings).toEqual([expect.objectContaining({ fence: '3', err: expect.objectContaining({ message: 'store down' }) })]);
+    await expect(c.lease.release()).rejects.toThrow('store down'); // an explicit release still says so
   });
 
   it('the first loss wins; later ones do not rewrite the reason', () => {

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Etcd3 } from 'etcd3';
-import { createEtcdClient } from '../../src/recipes/etcd/client.js';
+import { newEtcdClient } from '../../src/recipes/etcd/client.js';
+import { loadEtcd3 } from '../../src/recipes/etcd/peer.js';
 import { EtcdSession, type EtcdSessionOptions } from '../../src/recipes/etcd/session.js';
 
 /** Test timing constants in one place (a loaded 2-core machine: generous bounds). */
@@ -13,6 +14,9 @@ export function uniqueName(base: string): string {
   return `t/${base}-${randomBytes(4).toString('hex')}`;
 }
 
+// The pool makes clients synchronously (newEtcdClient), so the client package is loaded up front.
+await loadEtcd3();
+
 /** Sessions and clients a test made, closed in afterEach. */
 export class Pool {
   readonly sessions: EtcdSession[] = [];
@@ -21,7 +25,7 @@ export class Pool {
   constructor(private readonly endpoints: () => string[]) {}
 
   client(hosts: string[] = this.endpoints()): Etcd3 {
-    const c = createEtcdClient({ hosts });
+    const c = newEtcdClient({ hosts });
     this.clients.push(c);
     return c;
   }
@@ -58,4 +62,11 @@ export async function until(cond: () => boolean | Promise<boolean>, timeoutMs = 
     if (performance.now() > end) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 20));
   }
+}
+
+/** How many `method` calls (Txn, Range, Put, …) the member at `endpoint` has started, from its /metrics. */
+export async function serverCalls(endpoint: string, method: string): Promise<number> {
+  const text = await (await fetch(`${endpoint}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`grpc_server_started_total{grpc_method="${method}",`));
+  return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : 0;
 }

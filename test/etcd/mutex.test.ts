@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { EtcdServer } from '../../src/testing/index.js';
 import { EtcdMutex } from '../../src/recipes/etcd/mutex.js';
 import { AcquireTimeoutError, ClosedError, ConfigError, LeaseLostError, NotHeldError, SessionExpiredError } from '../../src/core/errors.js';
-import { Pool, TTL, uniqueName, until } from './helpers.js';
+import { Pool, TTL, serverCalls, uniqueName, until } from './helpers.js';
 
 let etcd: EtcdServer;
 const pool = new Pool(() => etcd.endpoints);
@@ -33,6 +33,21 @@ describe('EtcdMutex', () => {
     }
     for (let i = 1; i < fences.length; i++) expect(fences[i]!).toBeGreaterThan(fences[i - 1]!);
     expect(await keysUnder(name)).toEqual([]);
+  });
+
+  it('an uncontended cycle is 2 txns at the server: the queueing put is the fence, above the last release', async () => {
+    const name = uniqueName('m');
+    const m = new EtcdMutex(await pool.session(), name);
+    await (await m.acquire()).release(); // (the session's first lease and watches are set up)
+    let lastRelease = BigInt((await pool.shared().kv.range({ key: Buffer.from('-') })).header.revision);
+    const before = await serverCalls(etcd.endpoints[0]!, 'Txn');
+    for (let i = 0; i < 10; i++) {
+      const lease = await m.acquire();
+      expect(lease.fence).toBeGreaterThan(lastRelease);
+      await lease.release();
+      lastRelease = BigInt((await pool.shared().kv.range({ key: Buffer.from('-') })).header.revision);
+    }
+    expect((await serverCalls(etcd.endpoints[0]!, 'Txn')) - before).toBe(20);
   });
 
   it('tryAcquire takes a free lock and returns undefined when another holds it, leaving no key behind', async () => {

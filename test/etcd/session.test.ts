@@ -1,7 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { EtcdServer, FaultProxy } from '../../src/testing/index.js';
 import { EtcdSession } from '../../src/recipes/etcd/session.js';
-import { ClosedError, ConfigError, LeaseLostError, SessionExpiredError } from '../../src/core/errors.js';
+import { AcquireTimeoutError, ClosedError, ConfigError, LeaseLostError, SessionExpiredError } from '../../src/core/errors.js';
+import { settlesWithin } from '../helpers/wait.js';
 import { Pool, TTL, abortedAt, uniqueName, until } from './helpers.js';
 
 let etcd: EtcdServer;
@@ -88,6 +89,25 @@ describe('EtcdSession', () => {
       const [tAbort, tGone] = await Promise.all([aborted, gone]);
       expect((s.signal.reason as LeaseLostError).reason).toBe('deadline');
       expect(tAbort).toBeLessThan(tGone);
+    } finally {
+      await proxy.stop();
+    }
+  });
+
+  it('create() takes { signal, timeoutMs } like every wait: on a blackholed link it rejects with exactly the signal\'s reason, or an AcquireTimeoutError, well inside callTimeoutMs', async () => {
+    const proxy = await new FaultProxy({ target: { port: etcd.clientPort } }).start();
+    try {
+      const client = pool.client([`http://${proxy.address}`]);
+      proxy.blackhole();
+      const reason = new Error('caller gave up');
+      const ac = new AbortController();
+      setTimeout(() => ac.abort(reason), 200);
+      const aborted = EtcdSession.create({ client, ttlMs: TTL * 1000, callTimeoutMs: 20_000 }, { signal: ac.signal });
+      expect(await settlesWithin(aborted, 3000)).toBe('rejected');
+      expect(await aborted.catch((e: unknown) => e)).toBe(reason);
+      const timedOut = EtcdSession.create({ client, ttlMs: TTL * 1000, callTimeoutMs: 20_000 }, { timeoutMs: 200 });
+      expect(await settlesWithin(timedOut, 3000)).toBe('rejected');
+      expect(await timedOut.catch((e: unknown) => e)).toBeInstanceOf(AcquireTimeoutError);
     } finally {
       await proxy.stop();
     }

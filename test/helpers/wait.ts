@@ -24,3 +24,27 @@ export async function eventually<T>(fn: () => Promise<T>, timeoutMs = 10_000, in
     }
   }
 }
+
+/**
+ * How `p` has settled within `ms`: 'resolved', 'rejected', or 'pending' when it has not (a bounded
+ * wait for "settles promptly", never a stopwatch).
+ */
+export async function settlesWithin(p: Promise<unknown>, ms: number): Promise<'resolved' | 'rejected' | 'pending'> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'pending'>((r) => (timer = setTimeout(() => r('pending'), ms)));
+  try {
+    return await Promise.race([p.then(() => 'resolved' as const, () => 'rejected' as const), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** How `p` settled (its error, undefined when it resolved), and after how many ms. */
+export async function timed(p: Promise<unknown>): Promise<{ ms: number; error: unknown }> {
+  const t0 = performance.now();
+  const error = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  return { ms: performance.now() - t0, error };
+}

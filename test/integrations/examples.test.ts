@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { shardsOf } from '../../src/index.js';
 import { EtcdServer, PostgresServer } from '../../src/testing/index.js';
 import { exited, runExample, type Line } from '../helpers/example.js';
 import { pollValue } from '../helpers/wait.js';
@@ -8,10 +9,12 @@ import { makePool } from '../postgres/helpers.js';
 /**
  * The runnable examples of issue 11, as users run them, on a real etcd and Postgres:
  * examples/cron-singleton (three copies, one cron, a failover in the middle) and
- * examples/fenced-worker (a paused worker's late write is refused by its fence).
+ * examples/fenced-worker (a paused worker's late write is refused by its fence), and
+ * examples/shards (a partitioned pool: shards spread, moved on a join, taken over after a crash).
  */
 const cronJob = new URL('../../examples/cron-singleton/job.ts', import.meta.url).pathname;
 const worker = new URL('../../examples/fenced-worker/worker.ts', import.meta.url).pathname;
+const shardWorker = new URL('../../examples/shards/worker.ts', import.meta.url).pathname;
 let etcd: EtcdServer;
 let postgres: PostgresServer;
 let pool: pg.Pool;
@@ -135,6 +138,69 @@ describe('examples/fenced-worker', () => {
       a.child.kill('SIGCONT');
       a.child.kill('SIGKILL');
       b.child.kill('SIGKILL');
+    }
+  }, 90_000);
+});
+
+describe('examples/shards', () => {
+  /** The shards each copy holds now, by its own lines. */
+  const holding = (c: { lines: Line[] }): Set<number> => {
+    const held = new Set<number>();
+    for (const l of c.lines) {
+      if (l.event === 'acquired') held.add(l.shard as number);
+      else if (l.event === 'released') held.delete(l.shard as number);
+    }
+    return held;
+  };
+  /**
+   * Every copy holds exactly the shards rendezvous hashing gives it among `copies` (weight 1):
+   * the moves of a change are over. "Every shard held by one" alone also holds mid-way (a joiner
+   * that has taken one shard of several while the rest still wait for their release).
+   */
+  const settled = (copies: { lines: Line[] }[], shards: number): boolean => {
+    const members = copies.map((c) => ({ id: c.lines[0]?.id as string, weight: 1 }));
+    if (members.some((m) => m.id === undefined)) return false;
+    return copies.every((c, i) => {
+      const want = shardsOf(members[i]!.id, members, shards);
+      const held = holding(c);
+      return held.size === want.length && want.every((s) => held.has(s));
+    });
+  };
+
+  it("a pool of copies: every shard held by one; a new copy takes about 1/M of them, each after its old owner's release; a SIGKILLed copy's shards are taken over; the ledgers' fences never go down", async () => {
+    const group = `pool-${process.pid}`;
+    const SHARDS = 12;
+    const start = () => runExample(shardWorker, [etcd.endpoints[0]!, postgres.connectionString, String(SHARDS), group]);
+    const [a, b] = [start(), start()];
+    const copies = [a, b];
+    try {
+      await pollValue(async () => (settled([a, b], SHARDS) ? true : undefined), 30_000);
+      const before = [holding(a), holding(b)];
+      const c = start();
+      copies.push(c);
+      await pollValue(async () => (settled([a, b, c], SHARDS) ? true : undefined), 30_000);
+      // Only shards now c's moved, and each was released by its old owner before c acquired it.
+      expect([...holding(a)].every((s) => before[0]!.has(s))).toBe(true);
+      expect([...holding(b)].every((s) => before[1]!.has(s))).toBe(true);
+      expect(holding(c).size).toBeLessThan(SHARDS / 2 + 1);
+      for (const l of c.lines.filter((x) => x.event === 'acquired')) {
+        const owner = [a, b].find((o) => o.lines.some((x) => x.event === 'released' && x.shard === l.shard));
+        expect(owner?.lines.find((x) => x.event === 'released' && x.shard === l.shard)?.moved, `shard ${l.shard as number} moved`).toBe(true);
+      }
+      console.log(`[shards] ${SHARDS} shards: two copies ${before.map((h) => h.size).join('/')}; a third joined and took ${holding(c).size}`);
+      a.child.kill('SIGKILL');
+      await exited(a.child);
+      await pollValue(async () => (settled([b, c], SHARDS) ? true : undefined), 30_000);
+      for (const x of [b, c]) x.child.kill('SIGTERM');
+      expect(await Promise.all([b, c].map((x) => exited(x.child)))).toEqual([0, 0]);
+      const rows = (await pool.query<{ shard: number; writer: string; fence: string }>('SELECT shard, writer, fence::text AS fence FROM shard_ledger WHERE grp = $1 ORDER BY seq', [group])).rows;
+      for (let s = 0; s < SHARDS; s++) {
+        const mine = rows.filter((r) => r.shard === s);
+        expect(mine.length, `shard ${s} written`).toBeGreaterThan(0);
+        for (let i = 1; i < mine.length; i++) expect(BigInt(mine[i]!.fence)).toBeGreaterThanOrEqual(BigInt(mine[i - 1]!.fence));
+      }
+    } finally {
+      for (const x of copies) x.child.kill('SIGKILL');
     }
   }, 90_000);
 });

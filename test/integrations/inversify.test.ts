@@ -15,11 +15,11 @@ import { pollValue } from '../helpers/wait.js';
  */
 const example = new URL('../../examples/inversify-service/main.ts', import.meta.url).pathname;
 let etcd: EtcdServer;
-let client: ReturnType<typeof createEtcdClient>;
+let client: Awaited<ReturnType<typeof createEtcdClient>>;
 let session: EtcdSession;
 beforeAll(async () => {
   etcd = await new EtcdServer().start();
-  client = createEtcdClient({ hosts: etcd.endpoints });
+  client = await createEtcdClient({ hosts: etcd.endpoints });
   session = await EtcdSession.create({ client, ttlMs: 2000 });
 });
 afterAll(async () => {

@@ -23,7 +23,7 @@ const sessions: EtcdSession[] = [];
 
 beforeAll(async () => {
   etcd = await new EtcdServer().start();
-  raw = createEtcdClient({ hosts: etcd.endpoints });
+  raw = await createEtcdClient({ hosts: etcd.endpoints });
 });
 afterEach(async () => {
   await Promise.all(peers.splice(0).map((p) => p.kill()));

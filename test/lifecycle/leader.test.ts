@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { bindLeader, currentTerm, Leader, LeadershipManager, NoTermError, NotLeaderError, StateError, TermEndedError, type DemotionInfo, type TermContext } from '../../src/index.js';
+import { bindLeader, currentTerm, Leader, LeadershipManager, NOT_LEADER, NoTermError, NotLeaderError, StateError, TermEndedError, type DemotionInfo, type NotLeader, type TermContext } from '../../src/index.js';
 import { spawnWorker } from '../../src/testing/index.js';
 import { redisManagers } from '../helpers/managers.js';
 
@@ -32,6 +32,10 @@ class ReportService {
   async rebuild(): Promise<bigint> {
     return currentTerm().fence;
   }
+  @Leader({ whenNotLeader: 'sentinel' })
+  async flush(): Promise<void | NotLeader> {
+    // returns nothing on the leader: the caller still tells a skipped call apart
+  }
   @Leader()
   async long(ms: number, seen: { aborted?: boolean; endedAt?: number }): Promise<void> {
     const { signal } = currentTerm();
@@ -50,6 +54,19 @@ export class TypeCheck {
   }
 }
 
+/** A sentinel method must say so in its result type (the caller is meant to check for NOT_LEADER). */
+export class SentinelTypeCheck {
+  // @ts-expect-error the result type does not include NotLeader
+  @Leader({ election: 'x', whenNotLeader: 'sentinel' })
+  async count(): Promise<number> {
+    return 1;
+  }
+  @Leader({ election: 'x', whenNotLeader: 'sentinel' })
+  async total(): Promise<number | NotLeader> {
+    return 1;
+  }
+}
+
 class Jobs {
   @Leader({ election: 'cleanup', whenNotLeader: 'throw' })
   async sweep(): Promise<bigint> {
@@ -58,18 +75,21 @@ class Jobs {
 }
 
 describe('@Leader()', () => {
-  it('runs the method only while leading, inside the term; skips or throws NotLeaderError otherwise; the class hooks follow the terms', async () => {
+  it('runs the method only while leading, inside the term; skips, throws NotLeaderError or resolves NOT_LEADER otherwise; the class hooks follow the terms', async () => {
     const m = manager();
     const svc = new ReportService();
     bindLeader(svc, m);
     expect(await svc.nightly('x')).toBeUndefined(); // not leading: skipped
     await expect(svc.rebuild()).rejects.toBeInstanceOf(NotLeaderError);
+    expect(await svc.flush()).toBe(NOT_LEADER); // not leading, and the caller can tell
     m.start();
     const term = await m.whenElected({ timeoutMs: 10_000 });
     expect(await svc.nightly('x')).toBe(`x@${term.fence}`);
     expect(await svc.rebuild()).toBe(term.fence);
+    expect(await svc.flush()).toBeUndefined(); // ran on the leader and returned nothing
     await m.resign({ cooldownMs: 60_000 });
     expect(await svc.nightly('x')).toBeUndefined();
+    expect(await svc.flush()).toBe(NOT_LEADER);
     expect(svc.events).toEqual([`elected ${term.fence}`, 'demoted resigned']);
     await m.close();
   });
@@ -133,7 +153,7 @@ describe('@Leader()', () => {
     const w = await spawnWorker(`${dir}service.ts`, [], { env: { TSX_TSCONFIG_PATH: `${dir}tsconfig.json`, PLAN: JSON.stringify({ port: kit.port(), name: `tc39-${process.pid}` }) } });
     try {
       const r = await w.waitFor('result', { timeoutMs: 20_000 });
-      expect(r.data).toEqual({ mode: 'tc39', skipped: true, threw: 'NOT_LEADER', fence: r.data.term, term: r.data.term, elected: r.data.term });
+      expect(r.data).toEqual({ mode: 'tc39', skipped: true, threw: 'NOT_LEADER', sentinel: true, fence: r.data.term, term: r.data.term, elected: r.data.term });
     } finally {
       await w.kill();
     }

@@ -15,6 +15,9 @@ function managers(n: number): LeadershipManager[] {
   return Array.from({ length: n }, (_, i) => kit.manager(name, `m${i}`));
 }
 
+/** Wall-clock ms: cron ticks and `scheduledAt` are calendar times (no lease math here). */
+const wallNow = (): number => new Date().getTime();
+
 type Rec = { who: string; start: number; end: number; fence: bigint; scheduledAt: Date; aborted: boolean };
 /** A timer function that records its runs and takes `ms` (ending early when its signal aborts). */
 function recorder(who: string, ms: number, log: Rec[]) {
@@ -132,9 +135,9 @@ describe('manager.cron()', () => {
     // its own): a time read after whenElected() resolves can be a tick later on a loaded machine.
     let electedFrom = 0;
     let electedTo = 0;
-    b.on('elected', () => void (electedFrom ||= Date.now()));
+    b.on('elected', () => void (electedFrom ||= wallNow()));
     b.cron('* * * * * *', recorder('b', 50, log), { catchUpMs: 10_000 });
-    b.on('elected', () => void (electedTo ||= Date.now()));
+    b.on('elected', () => void (electedTo ||= wallNow()));
     a.start();
     await a.whenElected({ timeoutMs: 10_000 });
     await pollValue(async () => (log.some((r) => r.who === 'a' && r.end > 0) ? true : undefined), 10_000);
@@ -159,6 +162,47 @@ describe('manager.cron()', () => {
     for (let i = 1; i < bTicks.length; i++) expect(bTicks[i]!).toBeGreaterThan(bTicks[i - 1]!);
     const ticks = log.map((r) => r.scheduledAt.getTime());
     expect(new Set(ticks).size).toBe(ticks.length);
+  });
+
+  it('catchUpMs: a tick that comes due while the catch-up run is still going runs right after it (coalesced), so the failover loses no tick after the one caught up', async () => {
+    const [a, b] = managers(2) as [LeadershipManager, LeadershipManager];
+    type Run = { scheduledAt: number; startWall: number; endWall: number; fence: bigint };
+    const runs: Run[] = [];
+    a.cron('* * * * * *', () => undefined, { catchUpMs: 10_000 });
+    b.cron(
+      '* * * * * *',
+      async ({ scheduledAt, fence, signal }) => {
+        const r: Run = { scheduledAt: scheduledAt.getTime(), startWall: wallNow(), endWall: 0, fence };
+        runs.push(r);
+        // The first run (the catch-up) lasts until half-way between two ticks at least one tick
+        // later: exactly one tick comes due during it, and it ends far from any tick.
+        const until = runs.length === 1 ? Math.floor(r.startWall / 1000) * 1000 + 1500 : r.startWall + 50;
+        await new Promise<void>((resolve) => {
+          const t = setTimeout(resolve, until - wallNow());
+          signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
+        });
+        r.endWall = wallNow();
+      },
+      { catchUpMs: 10_000 },
+    );
+    a.start();
+    await a.whenElected({ timeoutMs: 10_000 });
+    // Nobody leads for 1.5 s (as after a crash, for the TTL): ticks come due and nobody runs them.
+    await a.resign({ cooldownMs: 60_000 });
+    await new Promise((r) => setTimeout(r, 1500));
+    b.start();
+    const term = await b.whenElected({ timeoutMs: 10_000 });
+    await pollValue(async () => (runs.length >= 3 && runs[2]!.endWall > 0 ? true : undefined), 10_000);
+    await Promise.all([a.close(), b.close()]);
+    const [first, second, third] = runs as [Run, Run, Run];
+    expect([first.fence, second.fence, third.fence]).toEqual([term.fence, term.fence, term.fence]);
+    expect(first.scheduledAt).toBeLessThanOrEqual(first.startWall); // the catch-up: a tick already due
+    // The tick that came due during the catch-up run ran right after it, not the one after.
+    expect(second.scheduledAt).toBeGreaterThan(first.scheduledAt);
+    expect(second.scheduledAt, 'the second run is the tick that came due during the first').toBeLessThan(first.endWall);
+    expect(second.startWall).toBeGreaterThanOrEqual(first.endWall); // after it, never overlapping
+    // And the schedule goes on from there: no tick lost after the caught-up one.
+    expect(third.scheduledAt).toBe(second.scheduledAt + 1000);
   });
 
   it('takes a time zone for the expression', async () => {

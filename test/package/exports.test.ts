@@ -17,6 +17,7 @@ const entries: Record<string, string> = {
   'tenure/testing': 'src/testing/index.ts',
   'tenure/metrics': 'src/integrations/metrics/index.ts',
   'tenure/inversify': 'src/integrations/inversify/index.ts',
+  'tenure/nestjs': 'src/integrations/nestjs/index.ts',
 };
 
 function kindOf(checker: ts.TypeChecker, sym: ts.Symbol): string {

@@ -45,8 +45,8 @@ export function zkLatch(session: ZkSession, path: string, id: string): PeerCandi
 }
 
 /** A session with a client of its own (close it with {@link closeEtcdSession}). */
-export function etcdSession(hosts: string[], ttlSeconds: number): Promise<EtcdSession> {
-  return etcdSessionOn(createEtcdClient({ hosts }), ttlSeconds);
+export async function etcdSession(hosts: string[], ttlSeconds: number): Promise<EtcdSession> {
+  return etcdSessionOn(await createEtcdClient({ hosts }), ttlSeconds);
 }
 
 /** A session on a shared client (many sessions in one process). */

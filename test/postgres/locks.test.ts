@@ -269,12 +269,29 @@ describe('PgElection', () => {
     const c2 = new PgElection(pool, 'election-2', { id: 'c2', backoff: { initialMs: 10, maxMs: 50 } });
     const t1 = await c1.campaign();
     const p2 = c2.campaign();
-    const [leader] = await advisoryLocks(pool);
+    const leader = (await advisoryLocks(pool)).find((l) => l.granted); // the waiter is queued too
     await pool.query('SELECT pg_terminate_backend($1)', [leader!.pid]);
     const t2 = await p2;
     expect(t1.signal.aborted).toBe(true);
     expect((t1.signal.reason as LeaseLostError).reason).toBe('connection-lost');
     expect(t2.fence).toBeGreaterThan(t1.fence);
+    await Promise.all([c1.close(), c2.close()]);
+    expect(await advisoryLocks(pool)).toEqual([]);
+  });
+
+  it("a queued candidate whose waiting connection is dropped queues again once; dropped twice, its campaign fails with the store's error", async () => {
+    const c1 = new PgElection(pool, 'election-3', { id: 'c1', backoff: { initialMs: 10, maxMs: 50 } });
+    const c2 = new PgElection(pool, 'election-3', { id: 'c2', backoff: { initialMs: 10, maxMs: 50 } });
+    await c1.campaign();
+    const p2 = c2.campaign();
+    p2.catch(() => undefined);
+    const waiter = async (): Promise<number> => until(async () => (await advisoryLocks(pool)).find((l) => !l.granted)?.pid);
+    const first = await waiter();
+    await pool.query('SELECT pg_terminate_backend($1)', [first]);
+    const second = await waiter(); // queued again, on another connection
+    expect(second).not.toBe(first);
+    await pool.query('SELECT pg_terminate_backend($1)', [second]);
+    await expect(p2).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
     await Promise.all([c1.close(), c2.close()]);
     expect(await advisoryLocks(pool)).toEqual([]);
   });

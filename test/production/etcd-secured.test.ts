@@ -4,6 +4,7 @@ import { pino } from 'pino';
 import { EtcdElection, EtcdMutex, EtcdSession, createEtcdClient } from '../../src/recipes/etcd/index.js';
 import { PermissionDeniedError } from '../../src/index.js';
 import { EtcdServer, makeCertificates } from '../../src/testing/index.js';
+import { expectNoSecret } from '../helpers/secrets.js';
 
 /**
  * etcd over mutual TLS with auth on: `app` may read and write only `app/`, which is enough for
@@ -15,7 +16,7 @@ let etcd: EtcdServer;
 const sessions: EtcdSession[] = [];
 
 const session = async (username: string, password: string, logger?: pino.Logger): Promise<EtcdSession> => {
-  const client = createEtcdClient({ hosts: etcd.endpoints, etcd3: { credentials: etcd.credentials, auth: { username, password } } });
+  const client = await createEtcdClient({ hosts: etcd.endpoints, etcd3: { credentials: etcd.credentials, auth: { username, password } } });
   try {
     const s = await EtcdSession.create({ client, ttlMs: 2000, ...(logger ? { logger } : {}) });
     sessions.push(s);
@@ -85,7 +86,22 @@ it('a wrong password is a PermissionDeniedError, and neither errors nor logs car
   const ok = await session('app', SECRET, logger);
   await (await new EtcdMutex(ok, 'app/logged').acquire()).release();
   await ok.close();
-  const text = [String(err), (err as Error).stack, JSON.stringify(err), String((err as Error).cause), ...lines].join('\n');
-  expect(text).not.toContain(wrong);
-  expect(text).not.toContain(SECRET);
+  expectNoSecret(err, wrong, SECRET); // the whole cause chain, inspected and serialized
+  expect(lines.join('\n')).not.toContain(wrong);
+  expect(lines.join('\n')).not.toContain(SECRET);
+});
+
+it("etcd 3.4's lease API is not prefix-scoped: another prefix's role lists the holder's lease, sees its keys and keeps it alive; only revoke is refused", async () => {
+  const owner = await session('app', SECRET);
+  const lease = await new EtcdMutex(owner, 'app/leases').acquire({ timeoutMs: 5000 });
+  const id = owner.leaseIdHex;
+  const other = 'other:other-secret';
+  expect(await etcd.etcdctl(['lease', 'list'], other)).toContain(id);
+  const ttl = await etcd.etcdctl(['lease', 'timetolive', id, '--keys'], other);
+  expect(ttl).toContain(`app/leases/${id}`); // the holder's key name, through the lease
+  // A crashed holder's lease could be kept alive this way, blocking the lock until it stops.
+  expect(await etcd.etcdctl(['lease', 'keep-alive', '--once', id], other)).toMatch(/keepalived with TTL/);
+  await expect(etcd.etcdctl(['lease', 'revoke', id], other)).rejects.toThrow(/permission denied/i);
+  expect(lease.signal.aborted).toBe(false);
+  await lease.release();
 });

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import { RedisFencedResource, RedisLock } from '../../src/recipes/redis/index.js';
+import { RedisElection, RedisFencedResource, RedisLock, RedisMembership } from '../../src/recipes/redis/index.js';
 import { PermissionDeniedError } from '../../src/index.js';
 import { RedisServer, makeCertificates } from '../../src/testing/index.js';
 
@@ -11,19 +11,24 @@ import { RedisServer, makeCertificates } from '../../src/testing/index.js';
  * keys and channels under `tenure:`; `intruder` has the same commands on another pattern.
  */
 const SECRET = 'tenure-Pa55-word';
-/** The least privileges of RedisLock / RedisElection / RedisFencedResource (README lists them). */
+/**
+ * The least privileges of RedisLock / RedisElection / RedisMembership / RedisFencedResource (the
+ * README lists them and says why each is there): no +ping, no whole +info.
+ */
 const TENURE_ACL = [
   '~tenure:*', '&tenure:*',
-  '+evalsha', '+eval', '+subscribe', '+unsubscribe', '+ping', '+info', '+hget',
-  // called inside the scripts
-  '+time', '+get', '+set', '+exists', '+incr', '+incrby', '+zrange', '+zrangebyscore', '+zrem', '+zadd', '+zscore',
-  '+pexpire', '+pttl', '+del', '+publish', '+hmget', '+hset',
+  // sent by the client: scripts, the release channel, a holder / fence / members read
+  '+evalsha', '+eval', '+subscribe', '+unsubscribe', '+get', '+hget', '+hkeys', '+mget',
+  // called inside the scripts; INFO only for the failover guard's two sections
+  '+info|replication', '+info|server', '+time', '+set', '+exists', '+incr', '+incrby', '+zrange', '+zrangebyscore', '+zrem', '+zadd', '+zscore',
+  '+pexpire', '+pttl', '+del', '+publish', '+hmget', '+hset', '+hdel',
 ].join(' ');
 let server: RedisServer;
 const clients: Redis[] = [];
 
 const connect = (username: string, password: string): Redis => {
-  const c = new Redis({ ...server.endpoint, tls: server.tlsOptions, username, password, maxRetriesPerRequest: 1, lazyConnect: true });
+  // ioredis' ready check runs a bare INFO, which the rule does not allow.
+  const c = new Redis({ ...server.endpoint, tls: server.tlsOptions, username, password, maxRetriesPerRequest: 1, lazyConnect: true, enableReadyCheck: false });
   c.on('error', () => undefined);
   clients.push(c);
   return c;
@@ -58,6 +63,24 @@ it('RedisLock and RedisFencedResource work over TLS as an ACL user limited to te
   expect(await res.highestFence()).toBe(second.fence);
   await second.release();
   await Promise.all([lock.close(), waiter.close()]);
+  const election = new RedisElection(redis, 'leader', { ttlMs: 1000, restartGuardMs: 0 });
+  const term = await election.campaign({ timeoutMs: 5000 });
+  expect((await election.leader())?.fence).toBe(term.fence);
+  await election.close();
+  const m = new RedisMembership(redis, 'workers', { id: 'w1', ttlMs: 1000 });
+  await m.join();
+  expect((await m.members()).map((x) => x.id)).toEqual(['w1']);
+  await m.leave();
+  expect(await m.members()).toEqual([]);
+});
+
+it('the rule allows INFO only for the replication and server sections', async () => {
+  const redis = connect('tenure', SECRET);
+  await redis.connect();
+  expect(await redis.info('replication')).toMatch(/master_replid:/);
+  await expect(redis.info()).rejects.toThrow(/NOPERM/);
+  await expect(redis.info('clients')).rejects.toThrow(/NOPERM/);
+  await expect(redis.ping()).rejects.toThrow(/NOPERM/);
 });
 
 it('a user for another key pattern cannot touch the lock or its fence counter: PermissionDeniedError, no retry', async () => {

@@ -1,11 +1,12 @@
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { Writable } from 'node:stream';
 import zookeeper from 'node-zookeeper-client';
 import { pino } from 'pino';
-import { InterProcessMutex, LeaderLatch, ZkSession, digestAcl } from '../../src/recipes/zk/index.js';
+import { InterProcessMutex, InterProcessReadWriteLock, LeaderLatch, ZkSession, digestAcl } from '../../src/recipes/zk/index.js';
 import { PermissionDeniedError } from '../../src/index.js';
 import { ZooKeeperServer } from '../../src/testing/index.js';
 import { zkClient } from '../helpers/clients.js';
+import { expectNoSecret } from '../helpers/secrets.js';
 
 /**
  * ZooKeeper digest auth and ACLs: the owner's sessions authenticate as `owner` and create every
@@ -78,9 +79,12 @@ it('a session without the credentials is refused with PermissionDeniedError, at 
   for (const auth of [undefined, 'owner:wrong-password', 'someone:else']) {
     const s = await session(auth);
     const t0 = performance.now();
-    await expect(new InterProcessMutex(s, '/secure/latch/x').acquire({ timeoutMs: 10_000 })).rejects.toBeInstanceOf(PermissionDeniedError);
+    const e1 = await new InterProcessMutex(s, '/secure/latch/x').acquire({ timeoutMs: 10_000 }).catch((e: unknown) => e);
+    expect(e1).toBeInstanceOf(PermissionDeniedError);
     const latch = new LeaderLatch(s, '/secure/latch/x');
-    await expect(latch.campaign({ timeoutMs: 10_000 })).rejects.toBeInstanceOf(PermissionDeniedError);
+    const e2 = await latch.campaign({ timeoutMs: 10_000 }).catch((e: unknown) => e);
+    expect(e2).toBeInstanceOf(PermissionDeniedError);
+    for (const e of [e1, e2]) expectNoSecret(e, SECRET, 'wrong-password');
     expect(performance.now() - t0).toBeLessThan(5000);
     await latch.close();
   }
@@ -109,5 +113,49 @@ it('an ACL given in a recipe’s options overrides the session’s (none here): 
   expect(() => new InterProcessMutex(s, '/per-recipe/x', { acl: [] })).toThrow(/^acl:/);
   await term.release();
   await latch.close();
+  await lease.release();
+});
+
+it('the read/write lock takes the ACL in its options too (it was accepted and ignored): both sides’ nodes are the owner’s only', async () => {
+  const s = await ZkSession.create({ connectionString: zk.connectionString, ttlMs: 4000, authInfo: [{ scheme: 'digest', auth: `owner:${SECRET}` }] });
+  sessions.push(s);
+  const rw = new InterProcessReadWriteLock(s, '/per-recipe/rw', { acl: [digestAcl('owner', SECRET)] });
+  const write = await rw.writeLock().acquire({ timeoutMs: 5000 });
+  const read = await rw.readLock().acquire({ timeoutMs: 5000 }); // the downgrade: granted while the write lock is held
+  const su = await zkClient(zk.connectionString);
+  su.addAuthInfo('digest', Buffer.from('super:super-secret'));
+  try {
+    for (const path of ['/per-recipe/rw', rw.writeLock().ourPath!, rw.readLock().ourPath!]) {
+      const got = await call<zookeeper.ACL[]>((cb) => su.getACL(path, cb as never));
+      expect(got.map((a) => `${a.id.scheme}:${a.id.id.split(':')[0]}`), path).toEqual(['digest:owner']);
+    }
+  } finally {
+    su.close();
+  }
+  expect(() => new InterProcessReadWriteLock(s, '/per-recipe/x', { acl: [] })).toThrow(/^acl:/);
+  await read.release();
+  await write.release();
+  await rw.close();
+});
+
+it('authInfo without acl protects nothing: the nodes are world:anyone, anyone may delete the holder’s, and the session warns', async () => {
+  const seen: string[] = [];
+  const warnLog = pino({ level: 'warn' }, new Writable({ write: (c: Buffer, _e, cb) => (seen.push(c.toString()), cb()) }));
+  const s = await ZkSession.create({ connectionString: zk.connectionString, ttlMs: 4000, logger: warnLog, authInfo: [{ scheme: 'digest', auth: `owner:${SECRET}` }] });
+  sessions.push(s);
+  expect(seen.join('\n')).toMatch(/authInfo without acl.*world:anyone/);
+  expect(seen.join('\n')).not.toContain(SECRET);
+  const mutex = new InterProcessMutex(s, '/open/lock');
+  const lease = await mutex.acquire({ timeoutMs: 5000 });
+  const [holder] = await mutex.participants();
+  const raw = await zkClient(zk.connectionString); // no credentials at all
+  try {
+    const acl = await call<zookeeper.ACL[]>((cb) => raw.getACL(holder!.path, cb as never));
+    expect(acl.map((a) => `${a.id.scheme}:${a.id.id}`)).toEqual(['world:anyone']);
+    await call((cb) => raw.remove(holder!.path, -1, cb as never));
+  } finally {
+    raw.close();
+  }
+  await vi.waitFor(() => expect(lease.signal.aborted).toBe(true), { timeout: 5000 }); // the holder learns it lost the lock
   await lease.release();
 });

@@ -146,3 +146,25 @@ it('Redis killed and restarted without persistence mid-hold: no second holder wh
   await b.release();
   await lockB.close();
 });
+
+it("an abort with the caller's own Error while a Redis call is in flight (a blackholed link) rejects with exactly that Error, on acquire and tryAcquire", async () => {
+  const proxy = await new FaultProxy({ target: { port: server.port } }).start();
+  proxies.push(proxy);
+  const through = client(proxy.port);
+  through.on('error', () => undefined);
+  const lock = new RedisLock(through, 'abort-in-flight', { keyPrefix: prefix, ttlMs: 2000, restartGuardMs: 0 });
+  try {
+    await (await lock.acquire({ timeoutMs: 10_000 })).release(); // the link works
+    proxy.blackhole();
+    for (const call of [(signal: AbortSignal) => lock.acquire({ signal }), (signal: AbortSignal) => lock.tryAcquire({ signal })]) {
+      const ac = new AbortController();
+      const reason = new Error('mine');
+      setTimeout(() => ac.abort(reason), 200);
+      await expect(call(ac.signal)).rejects.toBe(reason);
+    }
+  } finally {
+    proxy.heal();
+    await lock.close().catch(() => undefined);
+    through.disconnect();
+  }
+});

@@ -48,6 +48,27 @@ describe('RedisLock', () => {
     await lock.close();
   });
 
+  it('seeds the fence from the server clock again when the counter alone was lost', async () => {
+    const lock = new RedisLock(redis, fresh(), { ...base });
+    await (await lock.acquire()).release();
+    await redis.del(`${prefix}fence:{${lock.name}}`);
+    const [sec] = await redis.time();
+    await using lease = await lock.acquire();
+    expect(lease.fence).toBeGreaterThan(BigInt(sec ?? 0) * 1_000_000n);
+    await lock.close();
+  });
+
+  it('an uncontended acquire+release is 14 commands at the server, scripts and what they call included', async () => {
+    const lock = new RedisLock(redis, fresh(), { ...base });
+    await (await lock.acquire()).release(); // (subscribed, scripts loaded)
+    await redis.config('RESETSTAT');
+    for (let i = 0; i < 10; i++) await (await lock.acquire()).release();
+    const stats = await redis.info('commandstats');
+    const calls = [...stats.matchAll(/^cmdstat_(\w+):calls=(\d+)/gm)].filter((m) => m[1] !== 'config').reduce((a, m) => a + Number(m[2]), 0);
+    expect(calls).toBe(140);
+    await lock.close();
+  });
+
   it('refuses a second holder while the first holds, and tryAcquire says so without waiting', async () => {
     const name = fresh();
     const l1 = new RedisLock(redis, name, { ...base });

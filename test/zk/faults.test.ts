@@ -156,8 +156,8 @@ describe('ensemble leader failure', () => {
     let maxLeaders = 0;
     let demotedLatch = 0;
     for (const l of latches) {
-      l.on('isLeader', () => (maxLeaders = Math.max(maxLeaders, latches.filter((x) => x.hasLeadership()).length)));
-      l.on('notLeader', (reason) => reason?.reason === 'suspended' && demotedLatch++);
+      l.on('granted', () => (maxLeaders = Math.max(maxLeaders, latches.filter((x) => x.hasLeadership()).length)));
+      l.on('lost', (reason) => reason.reason === 'suspended' && demotedLatch++);
     }
     await latches[0]!.campaign({ timeoutMs: T.wait });
     const campaigning = latches.map((l) => keepCampaigning(l, stop.signal));

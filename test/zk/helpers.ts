@@ -8,6 +8,8 @@ export const T = {
   session: 3000,
   /** Generous bound for any event-driven wait on a loaded 2-core machine. */
   wait: 20_000,
+  /** How far past its own bound (timeoutMs, callTimeoutMs) a wait may settle on a loaded machine. */
+  settleSlack: 750,
 };
 
 export async function openSession(connectionString: string, options: Omit<ZkSessionOptions, 'connectionString'> = {}): Promise<ZkSession> {

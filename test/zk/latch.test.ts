@@ -40,17 +40,18 @@ describe('LeaderLatch', () => {
     await Promise.all(latches.map((l) => l.close()));
   });
 
-  it('fires isLeader/notLeader on edges only, and notLeader on close only with notifyLeader', async () => {
+  it('fires granted then released on edges only, and released on close only with notifyLeader', async () => {
     const latch = new LeaderLatch(sessions[0]!, '/latch/events', { closeMode: 'notifyLeader' });
     const events: string[] = [];
-    latch.on('isLeader', () => events.push('isLeader'));
-    latch.on('notLeader', () => events.push('notLeader'));
+    latch.on('granted', () => events.push('granted'));
+    latch.on('released', () => events.push('released'));
+    latch.on('lost', () => events.push('lost'));
     await latch.campaign({ timeoutMs: T.wait });
     await latch.close();
-    expect(events).toEqual(['isLeader', 'notLeader']);
+    expect(events).toEqual(['granted', 'released']);
     const quiet = new LeaderLatch(sessions[0]!, '/latch/events');
     const q: string[] = [];
-    quiet.on('notLeader', () => q.push('notLeader'));
+    quiet.on('released', () => q.push('released'));
     await quiet.campaign({ timeoutMs: T.wait });
     await quiet.close();
     expect(q).toEqual([]);
@@ -62,8 +63,9 @@ describe('LeaderLatch', () => {
     try {
       const latch = new LeaderLatch(s, '/latch/expiry', { id: 'solo' });
       const events: string[] = [];
-      latch.on('isLeader', () => events.push('isLeader'));
-      latch.on('notLeader', () => events.push('notLeader'));
+      latch.on('granted', () => events.push('granted'));
+      latch.on('released', () => events.push('released'));
+      latch.on('lost', (e) => events.push(`lost:${e.reason}`));
       const first = await latch.campaign({ timeoutMs: T.wait });
       const firstPath = latch.ourPath;
       await expireSession(zk.connectionString, s);
@@ -74,7 +76,7 @@ describe('LeaderLatch', () => {
       expect(second.fence > first.fence).toBe(true);
       expect(latch.ourPath).not.toBe(firstPath);
       await new Promise((r) => setTimeout(r, 300));
-      expect(events).toEqual(['isLeader', 'notLeader', 'isLeader']);
+      expect(events).toEqual(['granted', 'lost:session-lost', 'granted']);
       expect(await latch.participants()).toHaveLength(1);
       await latch.close();
     } finally {

@@ -36,6 +36,34 @@ describe('InterProcessMutex', () => {
     }
   });
 
+  it('queues in one round trip: the listing is sent behind the create, before its reply', async () => {
+    const m = new InterProcessMutex(s1, '/mutex/pipelined');
+    await (await m.acquire()).release(); // (the parent node exists from here on)
+    type Queue = (request: { header: { type: number } }, cb: (...a: unknown[]) => void) => void;
+    const manager = (s1.client as unknown as { connectionManager: { queue: Queue } }).connectionManager;
+    const own = Object.getOwnPropertyDescriptor(manager, 'queue');
+    const queue = manager.queue.bind(manager);
+    const ops: Record<number, string> = { 1: 'create', 2: 'delete', 3: 'exists', 8: 'getChildren', 12: 'getChildren' };
+    const timeline: string[] = [];
+    manager.queue = (request, cb) => {
+      const op = ops[request.header.type] ?? String(request.header.type);
+      timeline.push(`send ${op}`);
+      queue(request, (...a) => {
+        timeline.push(`reply ${op}`);
+        cb(...a);
+      });
+    };
+    try {
+      const lease = await m.acquire();
+      expect(timeline.slice(0, 4)).toEqual(['send create', 'send getChildren', 'reply create', 'reply getChildren']);
+      await lease.release();
+    } finally {
+      if (own) Object.defineProperty(manager, 'queue', own);
+      else delete (manager as { queue?: Queue }).queue;
+      await m.close();
+    }
+  });
+
   it('grants an uncontended lock with a fence and deletes its node on release', async () => {
     const m = new InterProcessMutex(s1, '/mutex/basic');
     const lease = await m.acquire();

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FaultProxy, ZooKeeperServer } from '../../src/testing/index.js';
-import { ClosedError, ConfigError, LeaseLostError } from '../../src/core/errors.js';
+import { AcquireTimeoutError, ClosedError, ConfigError, LeaseLostError } from '../../src/core/errors.js';
+import { settlesWithin } from '../helpers/wait.js';
 import { whenAborted } from '../../src/core/abort.js';
 import { InterProcessMutex, ZkSession, type ZkConnectionState } from '../../src/recipes/zk/index.js';
 import { eventually, expireSession, openSession, T } from './helpers.js';
@@ -98,6 +99,25 @@ describe('ZkSession', () => {
     expect(lostEvents).toBe(1);
     expect(states.at(-1)).toBe('CONNECTED');
     expect(s.sessionId).not.toBe(old);
+  });
+
+  it('create() takes { signal, timeoutMs } like every wait: against a silent server it rejects with exactly the signal\'s reason, or an AcquireTimeoutError, well inside connectTimeoutMs', async () => {
+    const proxy = await new FaultProxy({ target: { port: zk.port } }).start();
+    try {
+      proxy.blackhole();
+      const options = { connectionString: proxy.address, ttlMs: 2000, connectTimeoutMs: 20_000 };
+      const reason = new Error('caller gave up');
+      const ac = new AbortController();
+      setTimeout(() => ac.abort(reason), 200);
+      const aborted = ZkSession.create(options, { signal: ac.signal });
+      expect(await settlesWithin(aborted, 3000)).toBe('rejected');
+      expect(await aborted.catch((e: unknown) => e)).toBe(reason);
+      const timedOut = ZkSession.create(options, { timeoutMs: 200 });
+      expect(await settlesWithin(timedOut, 3000)).toBe('rejected');
+      expect(await timedOut.catch((e: unknown) => e)).toBeInstanceOf(AcquireTimeoutError);
+    } finally {
+      await proxy.stop();
+    }
   });
 
   it('rejects bad options and use after close with named errors', async () => {

@@ -1,4 +1,4 @@
-import { LeaderLatch, ZkSession } from '../../../src/recipes/zk/index.js';
+import { LeaderLatch, ZkMembership, ZkSession } from '../../../src/recipes/zk/index.js';
 import type { CandidateKind } from '../kind.js';
 
 /**
@@ -10,13 +10,15 @@ export const zkCandidate: CandidateKind = (ctx) => {
   const cs = ctx.store.connectionString;
   let session: ZkSession | undefined;
   let latch: LeaderLatch | undefined;
+  const live = async (signal: AbortSignal): Promise<ZkSession> => (session ??= await ZkSession.create({ connectionString: cs, ttlMs: ctx.ttlMs, safetyMarginMs: ctx.marginMs }, { signal }));
   return {
     async open(signal) {
-      if (!latch) {
-        session = await ZkSession.create({ connectionString: cs, ttlMs: ctx.ttlMs, safetyMarginMs: ctx.marginMs }, { signal });
-        latch = new LeaderLatch(session, ctx.name, { id: ctx.id });
-      }
+      latch ??= new LeaderLatch(await live(signal), ctx.name, { id: ctx.id });
       return latch;
+    },
+    async shards(signal) {
+      const s = await live(signal);
+      return { membership: new ZkMembership(s, `${ctx.name}/members`, { id: ctx.id }), candidate: (shard) => new LeaderLatch(s, `${ctx.name}/${shard}`, { id: ctx.id }) };
     },
     async close() {
       await latch?.close().catch(() => undefined);

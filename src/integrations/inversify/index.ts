@@ -2,15 +2,12 @@
  * tenure/inversify: `@Leader()` services in an inversify container (inversify 7 or 8, an optional
  * peer dependency). Uses TypeScript's `experimentalDecorators`, as inversify itself does.
  */
-import type { ContainerModule as ContainerModuleType, Newable } from 'inversify';
+import { ContainerModule, type Newable } from 'inversify';
 import type { Candidate } from '../../core/candidate.js';
 import { ConfigError } from '../../core/errors.js';
-import { importPeer } from '../../core/peer.js';
 import { requireFunction, requireOptions, requireString } from '../../core/validate.js';
 import { bindLeader, leaderElections } from '../../lifecycle/leader.js';
-import { LeadershipManager, type LeadershipManagerOptions } from '../../lifecycle/manager.js';
-
-const { ContainerModule } = await importPeer<typeof import('inversify')>('tenure/inversify', 'inversify');
+import { LeadershipManager, MANAGER_KEYS, type LeadershipManagerOptions } from '../../lifecycle/manager.js';
 
 /** A class the container can construct. */
 export type ServiceClass = Newable<object>;
@@ -47,14 +44,14 @@ export function leadershipManagerId(election: string): symbol {
  * await container.unbindAllAsync(); // resign + drain
  * ```
  */
-export function leadershipModule(options: LeadershipModuleOptions): ContainerModuleType {
-  const o = requireOptions('options', options);
+export function leadershipModule(options: LeadershipModuleOptions): ContainerModule {
+  const o = requireOptions('options', options, { candidate: true, services: true, elections: true, manager: true });
   const candidate = requireFunction<(election: string) => Candidate>('candidate', o.candidate);
   const services = o.services ?? [];
   if (!Array.isArray(services) || services.some((s) => typeof s !== 'function')) throw new ConfigError('services', 'must be a list of @Leader() service classes');
   const extra = o.elections ?? [];
   if (!Array.isArray(extra)) throw new ConfigError('elections', 'must be a list of election names');
-  const managerOptions = requireOptions('manager', o.manager);
+  const managerOptions = requireOptions('manager', o.manager, MANAGER_KEYS);
   const elections = new Set<string>();
   for (const e of extra) elections.add(requireString('elections', e, { maxLength: 256 }));
   for (const s of services) {

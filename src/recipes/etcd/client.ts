@@ -1,8 +1,8 @@
 import type { Etcd3, IOptions } from 'etcd3';
 import { ExponentialBackoff, handleWhen, noop, retry } from 'cockatiel';
 import { ConfigError } from '../../core/errors.js';
-import { optionalNumber, requireOptions } from '../../core/validate.js';
-import { etcd3 } from './peer.js';
+import { optionalNumber, requireObject, requireOptions } from '../../core/validate.js';
+import { etcd3, loadEtcd3 } from './peer.js';
 
 /**
  * The etcd3 client with fault handling chosen for leases, not for throughput.
@@ -47,18 +47,25 @@ function describeHosts(hosts: string | string[] | undefined): string | undefined
 }
 
 /**
- * Creates an etcd3 client configured for leases (see the module note). Close it with
+ * Creates an etcd3 client configured for leases (see the module note), loading the `etcd3`
+ * package first (a MissingPeerError naming it when it is not installed). Close it with
  * `client.close()` when done.
  */
-export function createEtcdClient(options: EtcdClientOptions): Etcd3 {
-  const o = requireOptions('options', options);
+export async function createEtcdClient(options: EtcdClientOptions): Promise<Etcd3> {
+  await loadEtcd3();
+  return newEtcdClient(options);
+}
+
+/** {@link createEtcdClient} once `etcd3` is loaded (EtcdSession's constructor, after its `create()` loaded it). */
+export function newEtcdClient(options: EtcdClientOptions): Etcd3 {
+  const o = requireOptions('options', options, { hosts: true, maxAttempts: true, retryDelayMs: true, etcd3: true });
   const hosts = o.hosts;
   if (!(typeof hosts === 'string' ? hosts.length > 0 : Array.isArray(hosts) && hosts.length > 0 && hosts.every((h) => typeof h === 'string' && h.length > 0))) {
     throw new ConfigError('hosts', 'must be a non-empty endpoint or list of endpoints');
   }
   const maxAttempts = optionalNumber('maxAttempts', o.maxAttempts, 3, { integer: true, min: 1, max: 20 });
   const retryDelayMs = optionalNumber('retryDelayMs', o.retryDelayMs, 50, { min: 1, max: 10_000 });
-  const extra = requireOptions('etcd3', o.etcd3);
+  const extra = requireObject('etcd3', o.etcd3); // etcd3's own options: not ours to check
   const client = new etcd3.Etcd3({
     ...extra,
     hosts,

@@ -1,8 +1,9 @@
+import { LeaseEmitter } from '../../core/lease-events.js';
 import { raceSignal, waitScope } from '../../core/abort.js';
 import type { Candidate } from '../../core/candidate.js';
 import { BusyError, ClosedError, NotLeaderError } from '../../core/errors.js';
 import type { Lease, LeaseController } from '../../core/lease.js';
-import type { WaitOptions } from '../../core/options.js';
+import { SIGNAL_KEYS, WAIT_KEYS, type WaitOptions } from '../../core/options.js';
 import { optionalId, optionalSignal, requireOptions } from '../../core/validate.js';
 import { toTenureError } from './errors.js';
 import { requireName, requireSession, toValue } from './names.js';
@@ -42,7 +43,7 @@ export interface EtcdElectionOptions {
  * its predecessor. After the session's lease is lost, the next `campaign()` queues again on a
  * new lease of the same session.
  */
-export class EtcdElection implements Candidate {
+export class EtcdElection extends LeaseEmitter implements Candidate {
   readonly name: string;
   readonly id: string;
   /** The session whose lease the candidate's key lives on. */
@@ -53,9 +54,10 @@ export class EtcdElection implements Candidate {
   #campaigning = false;
 
   constructor(session: EtcdSession, name: string, options?: EtcdElectionOptions) {
+    super();
     this.session = requireSession(session);
     this.name = requireName('name', name);
-    const o = requireOptions('options', options);
+    const o = requireOptions('options', options, { id: true });
     this.id = optionalId(o.id);
     this.#queue = new RevisionQueue(this.session, this.name, `election ${this.name}`);
   }
@@ -81,7 +83,7 @@ export class EtcdElection implements Candidate {
    * queued (session expired) rejects with SessionExpiredError at once.
    */
   async campaign(options?: WaitOptions): Promise<Term> {
-    const o = requireOptions('options', options);
+    const o = requireOptions('options', options, WAIT_KEYS);
     optionalSignal('signal', o.signal);
     this.#checkOpen();
     const live = this.term;
@@ -98,7 +100,7 @@ export class EtcdElection implements Candidate {
         await term.release().catch(() => undefined);
         throw scope.signal.reason;
       }
-      return term;
+      return this.announce(term);
     } finally {
       this.#campaigning = false;
       scope.dispose();
@@ -116,7 +118,7 @@ export class EtcdElection implements Candidate {
    * key on winning), or a tenure head in the round trip before its claim.
    */
   async leader(options?: WaitOptions): Promise<EtcdLeaderInfo | undefined> {
-    const o = requireOptions('options', options);
+    const o = requireOptions('options', options, WAIT_KEYS);
     const scope = waitScope(`election ${this.name}: leader`, { signal: optionalSignal('signal', o.signal), timeoutMs: o.timeoutMs });
     try {
       const { leader, head } = await raceSignal(readLeader(this.session.client, this.#queue.prefix), scope.signal);
@@ -130,7 +132,7 @@ export class EtcdElection implements Candidate {
 
   /** Leader changes as an async iterator: the current leader first (undefined when nobody leads), then every change. */
   observe(options?: { signal?: AbortSignal }): AsyncGenerator<EtcdLeaderInfo | undefined, void, undefined> {
-    const o = requireOptions('options', options);
+    const o = requireOptions('options', options, SIGNAL_KEYS);
     const signal = optionalSignal('signal', o.signal) ?? new AbortController().signal;
     return observeLeader(this.session.client, this.#queue.prefix, signal, this.session.logger);
   }
@@ -173,7 +175,7 @@ export class EtcdElection implements Candidate {
       throwIfLost: () => lease.throwIfLost(),
       release: () => lease.release(),
       resign: () => lease.release(),
-      [Symbol.asyncDispose]: () => lease.release(),
+      [Symbol.asyncDispose]: () => lease[Symbol.asyncDispose](),
       proclaim: async (next: string | Buffer) => {
         const v = toValue('value', next);
         if (lease.lost) throw new NotLeaderError(`election ${this.name}: term ended; cannot proclaim`, { cause: lease.signal.reason });

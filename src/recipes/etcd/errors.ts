@@ -1,4 +1,5 @@
-import { ClosedError, PermissionDeniedError, RequestTooLargeError, SessionExpiredError, StoreUnavailableError, TenureError } from '../../core/errors.js';
+import { ClosedError, PermissionDeniedError, RequestTooLargeError, SessionExpiredError, StoreUnavailableError, TenureError, TlsError } from '../../core/errors.js';
+import { probeTls, tlsProblem } from '../../core/tls.js';
 import { etcd3 } from './peer.js';
 
 /**
@@ -10,7 +11,7 @@ import { etcd3 } from './peer.js';
 export function retryableEtcdError(e: unknown): boolean {
   if (e instanceof TenureError) return e.retryable && e instanceof StoreUnavailableError;
   if (!(e instanceof Error)) return false;
-  if (isRefusal(e)) return false;
+  if (isRefusal(e) || tlsProblem(e)) return false;
   return etcd3.isRecoverableError(e) || e instanceof etcd3.GRPCDeadlineExceededError || e instanceof etcd3.GRPCUnavailableError || e.constructor === etcd3.GRPCGenericError;
 }
 
@@ -40,6 +41,9 @@ export function toTenureError(e: unknown, what: string, endpoint: string | undef
   if (e instanceof TenureError || !(e instanceof Error)) return e;
   if (e.name === 'AbortError') return e;
   const cause = { cause: e };
+  // grpc-js reports a failed handshake as "14 UNAVAILABLE: No connection established. Last error: …".
+  const tls = tlsProblem(e);
+  if (tls) return new TlsError('etcd', endpoint, tls.problem, `${what}: ${tls.detail}`, cause);
   if (/request is too large|too many operations/i.test(e.message) || e instanceof etcd3.GRPCResourceExhastedError) return new RequestTooLargeError('etcd', `${what}: ${e.message}`, cause);
   if (
     e instanceof etcd3.EtcdPermissionDeniedError ||
@@ -55,4 +59,19 @@ export function toTenureError(e: unknown, what: string, endpoint: string | undef
   if (e instanceof etcd3.ClientClosedError) return new ClosedError(`${what}: etcd client`);
   if (retryableEtcdError(e)) return new StoreUnavailableError('etcd', endpoint, `${what}: ${e.message}`, cause);
   return new TenureError(`etcd: ${what}: ${e.message}`, 'TENURE_ERROR', cause);
+}
+
+/**
+ * `err` as a TlsError when it is an outage on an `http://` endpoint that answers a TLS handshake:
+ * plaintext to a TLS port, which grpc-js reports only as "Failed to connect". Else `err`.
+ */
+export async function plaintextToTls(err: unknown, endpoint: string | undefined): Promise<unknown> {
+  if (!(err instanceof StoreUnavailableError) || !endpoint || !/Last error: Failed to connect/.test(String((err.cause as Error | undefined)?.message))) return err;
+  for (const host of endpoint.split(',')) {
+    const url = /^http:\/\/(\[[^\]]+\]|[^:/]+):(\d+)/.exec(host);
+    if (url && (await probeTls(url[1]!.replace(/^\[|\]$/g, ''), Number(url[2]), {}, 500)).speaks) {
+      return new TlsError('etcd', endpoint, 'plaintext', `${host} serves TLS: use https:// and the etcd3 credentials`, { cause: err });
+    }
+  }
+  return err;
 }

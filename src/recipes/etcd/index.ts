@@ -4,10 +4,10 @@
  * deadline); {@link EtcdElection} and {@link EtcdMutex} queue by create_revision, watch only their
  * predecessor, and hand out Leases whose fence is the revision of the winning put.
  */
-import './peer.js';
 export { EtcdSession, type EtcdSessionOptions } from './session.js';
 export { EtcdElection, type Term, type EtcdElectionOptions } from './election.js';
 export { EtcdMutex } from './mutex.js';
+export { EtcdMembership, type EtcdMembershipOptions } from './membership.js';
 export type { EtcdLeaderInfo } from './observe.js';
 export { createEtcdClient, type EtcdClientOptions } from './client.js';
 export type { QueueStats } from './queue.js';

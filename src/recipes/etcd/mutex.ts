@@ -1,8 +1,9 @@
 import type { ICompare } from 'etcd3';
 import { waitScope } from '../../core/abort.js';
+import { LeaseEmitter } from '../../core/lease-events.js';
 import { BusyError, ClosedError, NotHeldError } from '../../core/errors.js';
 import type { Lease, LeaseController } from '../../core/lease.js';
-import type { WaitOptions } from '../../core/options.js';
+import { WAIT_KEYS, type WaitOptions } from '../../core/options.js';
 import { optionalSignal, requireOptions } from '../../core/validate.js';
 import { requireName, requireSession } from './names.js';
 import { RevisionQueue, type QueueStats, type Slot } from './queue.js';
@@ -12,12 +13,13 @@ import type { EtcdSession } from './session.js';
  * A FIFO-fair distributed mutex on etcd, like etcd's `concurrency.Mutex`, with a fence and a
  * signal. Waiters queue by `create_revision` and each watches only its predecessor. The held
  * {@link Lease}'s `signal` aborts when the session's lease is lost (etcd#6127: the Go mutex has
- * no way to say it is no longer held), and `fence` is the revision of the holder's claiming put.
+ * no way to say it is no longer held), and `fence` is the revision of the holder's claiming put
+ * (for a holder that found nobody ahead, of the put that queued it).
  *
  * One mutex object is one participant: a second `acquire()` while it waits or holds rejects with
  * BusyError. One session holds at most one place per name; use one session per concurrent holder.
  */
-export class EtcdMutex implements AsyncDisposable {
+export class EtcdMutex extends LeaseEmitter implements AsyncDisposable {
   /** The lock's name (its key prefix). */
   readonly name: string;
   /** The session whose lease the holder's key lives on. */
@@ -28,9 +30,10 @@ export class EtcdMutex implements AsyncDisposable {
   readonly #closing = new AbortController();
 
   constructor(session: EtcdSession, name: string) {
+    super();
     this.session = requireSession(session);
     this.name = requireName('name', name);
-    this.#queue = new RevisionQueue(this.session, this.name, `mutex ${this.name}`);
+    this.#queue = new RevisionQueue(this.session, this.name, `mutex ${this.name}`, { fenceAtEnqueue: true });
   }
 
   /** The key this session's current lease queues under: `<name>/<lease id hex>`. */
@@ -45,7 +48,7 @@ export class EtcdMutex implements AsyncDisposable {
 
   /** Waits for the lock in FIFO order and resolves with the held Lease. */
   async acquire(options?: WaitOptions): Promise<Lease> {
-    const o = requireOptions('options', options);
+    const o = requireOptions('options', options, WAIT_KEYS);
     optionalSignal('signal', o.signal);
     this.#enter();
     const scope = waitScope(`mutex ${this.name}: acquire`, { signal: o.signal ? AbortSignal.any([o.signal, this.#closing.signal]) : this.#closing.signal, timeoutMs: o.timeoutMs });
@@ -56,7 +59,7 @@ export class EtcdMutex implements AsyncDisposable {
         await lease.release().catch(() => undefined); // won just as the caller gave up
         throw scope.signal.reason;
       }
-      return lease;
+      return this.announce(lease);
     } finally {
       this.#busy = false;
       scope.dispose();
@@ -65,13 +68,13 @@ export class EtcdMutex implements AsyncDisposable {
 
   /** Takes the lock only if nobody holds or waits for it; resolves undefined otherwise. */
   async tryAcquire(options?: WaitOptions): Promise<Lease | undefined> {
-    const o = requireOptions('options', options);
+    const o = requireOptions('options', options, WAIT_KEYS);
     optionalSignal('signal', o.signal);
     this.#enter();
     const scope = waitScope(`mutex ${this.name}: tryAcquire`, { signal: o.signal ? AbortSignal.any([o.signal, this.#closing.signal]) : this.#closing.signal, timeoutMs: o.timeoutMs });
     try {
       const got = await this.#queue.acquire(Buffer.alloc(0), scope.signal, { tryOnly: true });
-      return got ? this.#hold(got.slot, got.fence) : undefined;
+      return got ? this.announce(this.#hold(got.slot, got.fence)) : undefined;
     } finally {
       this.#busy = false;
       scope.dispose();

@@ -1,7 +1,7 @@
 import type { Etcd3, IKeyValue } from 'etcd3';
-import { Backoff } from '../../core/backoff.js';
+import { retryUntil } from '../../core/backoff.js';
 import type { LeaderInfo } from '../../core/candidate.js';
-import { sleep } from '../../core/abort.js';
+import { isAbortReason } from '../../core/abort.js';
 import type { Logger } from '../../core/options.js';
 import { callWithin } from './client.js';
 import { retryableEtcdError, toTenureError } from './errors.js';
@@ -70,7 +70,7 @@ export function leaderOf(kv: IKeyValue, fence: bigint | undefined): EtcdLeaderIn
 }
 
 /** Waits for the first event on a key (or under a prefix) from `fromRev`. */
-async function nextChange(client: Etcd3, key: Buffer, fromRev: bigint, prefix: boolean, signal: AbortSignal): Promise<void> {
+export async function nextChange(client: Etcd3, key: Buffer, fromRev: bigint, prefix: boolean, signal: AbortSignal): Promise<void> {
   signal.throwIfAborted(); // (an abort during the read before: no 'abort' event will come)
   const b = client.watch().startRevision(String(fromRev));
   const w = (prefix ? b.prefix(key) : b.key(key)).watcher();
@@ -103,19 +103,11 @@ function changed(a: EtcdLeaderInfo | undefined, b: EtcdLeaderInfo | undefined): 
 export async function* observeLeader(client: Etcd3, prefix: Buffer, signal: AbortSignal, logger: Logger): AsyncGenerator<EtcdLeaderInfo | undefined, void, undefined> {
   let first = true;
   let last: EtcdLeaderInfo | undefined;
-  const backoff = new Backoff({ initialMs: 50, maxMs: 1000 });
+  const onRetry = (e: unknown): void => logger.debug({ err: e }, 'election observe: read failed; retrying');
   for (;;) {
-    signal.throwIfAborted();
-    let read: Awaited<ReturnType<typeof readLeader>>;
-    try {
-      read = await readLeader(client, prefix);
-      backoff.reset();
-    } catch (e) {
-      if (!retryableEtcdError(e)) throw toTenureError(e, 'election observe', undefined);
-      logger.debug({ err: e }, 'election observe: read failed; retrying');
-      await sleep(backoff.next(), signal);
-      continue;
-    }
+    const read = await retryUntil(() => readLeader(client, prefix), { signal, retryable: retryableEtcdError, onRetry, initialMs: 50, maxMs: 1000 }).catch((e: unknown) => {
+      throw isAbortReason(e, signal) ? e : toTenureError(e, 'election observe', undefined);
+    });
     const { leader, head, revision } = read;
     // A change is a new term (key or create_revision), a new value, or nobody leading. A put that
     // repeats the value (a proclaim retried after its reply was lost when a member died) is not

@@ -1,7 +1,5 @@
 import type { ICompare, IKeyValue, IRequestOp, ITxnResponse } from 'etcd3';
 import { etcd3 } from './peer.js';
-
-const { CompareResult, CompareTarget, SortOrder, SortTarget } = etcd3;
 import { LeaseController } from '../../core/lease.js';
 import { LeaseLostError, SessionExpiredError, TenureError } from '../../core/errors.js';
 import { prefixEnd, retryingTxn } from './kv.js';
@@ -9,6 +7,7 @@ import { refuseNested } from './names.js';
 import type { LeaseEpoch } from './epoch.js';
 import type { EtcdSession } from './session.js';
 import { HolderWatch, waitDeleted, watchOwn, type OwnWatch, type Txn } from './watch.js';
+import { inWindow } from '../../core/window.js';
 
 /**
  * The revision queue behind EtcdMutex and EtcdElection, written once (like etcd's `key.go`).
@@ -20,6 +19,12 @@ import { HolderWatch, waitDeleted, watchOwn, type OwnWatch, type Txn } from './w
  * reaching the head, the participant refreshes its key with a put guarded by
  * `create_revision == own`: that put's revision is the fence, greater than every revision of
  * every earlier holder (their puts, proclaims and deletion included).
+ *
+ * With `fenceAtEnqueue`, a participant whose enqueueing txn itself shows no predecessor takes
+ * that txn's revision as the fence and skips the claim (an uncontended cycle is 2 txns, not 3):
+ * the put is the newest write under the prefix, so its revision already exceeds every revision
+ * of every earlier holder. Elections keep the claim: observers tell a leader from a head about to
+ * claim by the claim's version (see observe.ts), and a version-1 head is "nobody leads yet".
  */
 
 /** A claim whose reply was read past its lease's local deadline (see `acquire`). */
@@ -69,9 +74,11 @@ export class RevisionQueue {
   readonly stats: QueueStats = { predecessorWakeups: 0, predecessorWatches: 0 };
   readonly #txn: Txn;
   readonly #holderWatch: HolderWatch;
+  readonly #fenceAtEnqueue: boolean;
 
-  constructor(session: EtcdSession, name: string, what: string) {
+  constructor(session: EtcdSession, name: string, what: string, opts: { fenceAtEnqueue?: boolean } = {}) {
     this.session = session;
+    this.#fenceAtEnqueue = opts.fenceAtEnqueue ?? false;
     this.name = name;
     this.prefix = Buffer.from(`${name}/`);
     this.what = what;
@@ -86,7 +93,7 @@ export class RevisionQueue {
 
   /** A compare that holds while the key is the one created at `rev`. */
   ownerCompare(keyBuf: Buffer, rev: bigint): ICompare {
-    return { key: keyBuf, target: CompareTarget.Create, result: CompareResult.Equal, create_revision: String(rev) };
+    return { key: keyBuf, target: etcd3.CompareTarget.Create, result: etcd3.CompareResult.Equal, create_revision: String(rev) };
   }
 
   /** Runs a txn, retrying transport errors until `signal` aborts. */
@@ -99,13 +106,16 @@ export class RevisionQueue {
    * key is the newest, so the same txn reads its predecessor: the newest other key.
    */
   async #enqueue(keyBuf: Buffer, leaseId: string, value: Buffer, signal: AbortSignal): Promise<{ rev: bigint; first?: FirstLook }> {
-    const newest = { key: this.prefix, range_end: prefixEnd(this.prefix), sort_order: SortOrder.Descend, sort_target: SortTarget.Create, limit: 2, keys_only: true };
+    const newest = { key: this.prefix, range_end: prefixEnd(this.prefix), sort_order: etcd3.SortOrder.Descend, sort_target: etcd3.SortTarget.Create, limit: 2, keys_only: true };
     for (;;) {
-      const res = await this.txn(
-        [{ key: keyBuf, target: CompareTarget.Create, result: CompareResult.Equal, create_revision: '0' }],
-        [{ request_put: { key: keyBuf, value, lease: leaseId } }, { request_range: newest }],
-        [{ request_range: { key: keyBuf } }],
-        signal,
+      // (within the client's window of joins in flight: see core/window.ts)
+      const res = await inWindow(this.session.client, signal, () =>
+        this.txn(
+          [{ key: keyBuf, target: etcd3.CompareTarget.Create, result: etcd3.CompareResult.Equal, create_revision: '0' }],
+          [{ request_put: { key: keyBuf, value, lease: leaseId } }, { request_range: newest }],
+          [{ request_range: { key: keyBuf } }],
+          signal,
+        ),
       );
       if (res.succeeded) {
         const rev = BigInt(res.header.revision);
@@ -133,7 +143,7 @@ export class RevisionQueue {
         [
           this.ownerCompare(keyBuf, rev),
           // Every key under the prefix (mine included) was created after rev − 1: none is ahead of me.
-          { key: this.prefix, range_end: prefixEnd(this.prefix), target: CompareTarget.Create, result: CompareResult.Greater, create_revision: String(rev - 1n) },
+          { key: this.prefix, range_end: prefixEnd(this.prefix), target: etcd3.CompareTarget.Create, result: etcd3.CompareResult.Greater, create_revision: String(rev - 1n) },
         ],
         [{ request_put: { key: keyBuf, value, lease: slot.epoch.leaseId } }],
         [
@@ -143,8 +153,8 @@ export class RevisionQueue {
               key: this.prefix,
               range_end: prefixEnd(this.prefix),
               max_create_revision: String(rev - 1n),
-              sort_order: SortOrder.Descend,
-              sort_target: SortTarget.Create,
+              sort_order: etcd3.SortOrder.Descend,
+              sort_target: etcd3.SortTarget.Create,
               limit: 1,
               keys_only: true,
             },
@@ -238,7 +248,8 @@ export class RevisionQueue {
       }
       let fence: bigint;
       if (queued.first && !queued.first.pred) {
-        fence = await this.#claim(slot, value, scope); // at the head from the start
+        // At the head from the start: the enqueueing put is the newest write under the prefix.
+        fence = this.#fenceAtEnqueue ? slot.rev : await this.#claim(slot, value, scope);
       } else {
         // Queued behind someone: also watch the own key, so its loss rejects at once (etcd#19597).
         watch = watchOwn(this.session.client, this.#txn, keyBuf, slot.rev, scope, this.what, this.session.logger);
@@ -295,6 +306,7 @@ export class RevisionQueue {
       parent: slot.epoch.signal,
       deadline: () => slot.epoch.deadline,
       clock: this.session.clock,
+      logger: this.session.logger,
       release: async () => {
         try {
           if (!slot.epoch.signal.aborted) await this.remove(slot);

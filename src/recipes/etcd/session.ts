@@ -1,13 +1,15 @@
+import { SessionEmitter } from '../../core/lease-events.js';
 import type { Etcd3 } from 'etcd3';
-import { raceSignal } from '../../core/abort.js';
+import { raceSignal, waitScope } from '../../core/abort.js';
 import { leaseTiming } from '../../core/deadline.js';
 import { BusyError, ClosedError, ConfigError, LeaseLostError, SessionExpiredError, type TenureError } from '../../core/errors.js';
-import { optionalClock, optionalLogger, type Logger } from '../../core/options.js';
+import { optionalClock, optionalLogger, WAIT_KEYS, type Logger, type WaitOptions } from '../../core/options.js';
 import type { Clock } from '../../core/clock.js';
 import { optionalNumber, requireOptions } from '../../core/validate.js';
-import { callWithin, createEtcdClient, endpointOf } from './client.js';
+import { callWithin, endpointOf, newEtcdClient } from './client.js';
 import { LeaseEpoch } from './epoch.js';
-import { toTenureError } from './errors.js';
+import { plaintextToTls, toTenureError } from './errors.js';
+import { loadEtcd3 } from './peer.js';
 
 /** Options of {@link EtcdSession.create}. */
 export interface EtcdSessionOptions {
@@ -55,7 +57,7 @@ export interface EtcdSessionOptions {
  * (a new `leaseId`, a new `signal`), so recipes built on it carry on. Only `close()` and
  * `orphan()` are final.
  */
-export class EtcdSession implements AsyncDisposable {
+export class EtcdSession extends SessionEmitter implements AsyncDisposable {
   /** The etcd3 client the recipes use. */
   readonly client: Etcd3;
   /** The lease TTL in ms. */
@@ -76,20 +78,44 @@ export class EtcdSession implements AsyncDisposable {
   #closed: Promise<void> | undefined;
   #clientClosed = false;
 
-  /** Grants (or resumes) the lease and starts keeping it alive. */
-  static async create(options: EtcdSessionOptions): Promise<EtcdSession> {
-    const session = new EtcdSession(options);
+  /**
+   * Grants (or resumes) the lease and starts keeping it alive. `wait` bounds it like every wait:
+   * `signal` rejects with its reason, `timeoutMs` with an AcquireTimeoutError (each call is also
+   * bounded by `callTimeoutMs`); a lease granted after the caller gave up is revoked.
+   */
+  static async create(options: EtcdSessionOptions, wait: WaitOptions = {}): Promise<EtcdSession> {
+    const w = requireOptions('wait', wait, WAIT_KEYS);
+    const scope = waitScope('etcd session create', w); // validates signal and timeoutMs before any I/O
     try {
-      session.#epoch = await session.#grant(requireOptions('options', options).leaseId);
-    } catch (e) {
-      session.#closeClient();
-      throw e;
+      await raceSignal(loadEtcd3(), scope.signal);
+      const session = new EtcdSession(options);
+      const granting = session.#grant(options.leaseId);
+      try {
+        session.#install(await raceSignal(granting, scope.signal));
+      } catch (e) {
+        if (scope.signal.aborted && options.leaseId === undefined) {
+          // The grant may still land: revoke it, then close the client (a resumed lease is the caller's to keep).
+          void granting
+            .then((epoch) => {
+              epoch.lose('closed', 'etcd session: create given up');
+              return session.client.leaseClient.leaseRevoke({ ID: epoch.leaseId }, callWithin(session.callTimeoutMs));
+            })
+            .catch(() => undefined)
+            .finally(() => session.#closeClient());
+        } else {
+          session.#closeClient();
+        }
+        throw e;
+      }
+      return session;
+    } finally {
+      scope.dispose();
     }
-    return session;
   }
 
   private constructor(options: EtcdSessionOptions) {
-    const o = requireOptions('options', options);
+    super();
+    const o = requireOptions('options', options, { client: true, hosts: true, ttlMs: true, safetyMarginMs: true, leaseId: true, callTimeoutMs: true, clock: true, logger: true });
     if ((o.client === undefined) === (o.hosts === undefined)) throw new ConfigError('client', 'give exactly one of client or hosts');
     const timing = leaseTiming(o, { minTtlMs: 1000, maxTtlMs: 86_400_000, ttlUnitMs: 1000 });
     this.ttlMs = timing.ttlMs;
@@ -97,9 +123,20 @@ export class EtcdSession implements AsyncDisposable {
     if (o.leaseId !== undefined && !/^[1-9][0-9]{0,18}$/.test(String(o.leaseId))) throw new ConfigError('leaseId', `must be a positive integer, got ${String(o.leaseId)}`);
     this.callTimeoutMs = optionalNumber('callTimeoutMs', o.callTimeoutMs, 5000, { integer: true, min: 1, max: 2 ** 31 - 1 });
     this.clock = optionalClock(o.clock);
-    this.logger = optionalLogger(o.logger, { name: 'etcd-session' });
+    this.logger = optionalLogger(o.logger, { component: 'etcd-session' });
     this.#ownsClient = o.client === undefined;
-    this.client = o.client ?? createEtcdClient({ hosts: o.hosts! });
+    this.client = o.client ?? newEtcdClient({ hosts: o.hosts! });
+  }
+
+  /** Makes `epoch` the current lease: CONNECTED now, LOST when it is lost (not at close). */
+  #install(epoch: LeaseEpoch): void {
+    this.#epoch = epoch;
+    this.edge('CONNECTED');
+    const lost = (): void => {
+      if (!this.#final.signal.aborted && this.#epoch === epoch) this.edge('LOST');
+    };
+    if (epoch.signal.aborted) lost();
+    else epoch.signal.addEventListener('abort', lost, { once: true });
   }
 
   /** The endpoints the client talks to, for error messages. */
@@ -168,7 +205,7 @@ export class EtcdSession implements AsyncDisposable {
           epoch.lose('closed', 'session closed');
           this.client.leaseClient.leaseRevoke({ ID: epoch.leaseId }, callWithin(this.callTimeoutMs)).catch(() => undefined);
         } else {
-          this.#epoch = epoch;
+          this.#install(epoch);
         }
         return epoch;
       },
@@ -241,7 +278,7 @@ export class EtcdSession implements AsyncDisposable {
     try {
       return await this.#grantOnce(resume);
     } catch (e) {
-      throw toTenureError(e, resume === undefined ? 'etcd session: lease grant' : 'etcd session: lease resume', this.endpoint);
+      throw await plaintextToTls(toTenureError(e, resume === undefined ? 'etcd session: lease grant' : 'etcd session: lease resume', this.endpoint), this.endpoint);
     }
   }
 

@@ -1,6 +1,14 @@
 import { connect } from 'node:net';
 import type { PoolClient } from 'pg';
 import { TenureError } from '../../core/errors.js';
+import { settledWithin } from '../../core/abort.js';
+
+/**
+ * How long a wait given up on (aborted, timed out) waits for its abandonment before it rejects:
+ * on loopback the cancel lands in a millisecond; on a silent link it goes on in the background
+ * (bounded by callTimeoutMs) and the caller is not held past its own bound.
+ */
+export const ABANDON_GRACE_MS = 100;
 
 /** Postgres' CancelRequest code (protocol 3: 1234 << 16 | 5678). */
 const CANCEL_REQUEST = 80877102;
@@ -62,10 +70,6 @@ export function cancelQuery(client: PoolClient, ms: number): Promise<void> {
 export async function abandonWait(client: PoolClient, release: (err: Error) => void, ms: number, waiting?: Promise<unknown>): Promise<void> {
   client.on('error', () => undefined);
   await cancelQuery(client, ms);
-  if (waiting) {
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([waiting.catch(() => undefined), new Promise((r) => (timer = setTimeout(r, ms)))]);
-    clearTimeout(timer);
-  }
+  if (waiting) await settledWithin(waiting, ms);
   release(new TenureError('postgres lock wait abandoned'));
 }

@@ -1,6 +1,7 @@
 import type { Pool, PoolClient } from 'pg';
-import { raceSignal } from '../../core/abort.js';
-import { PermissionDeniedError, RequestTooLargeError, StoreUnavailableError, TenureError } from '../../core/errors.js';
+import { isAbortReason, raceTimeout } from '../../core/abort.js';
+import { PermissionDeniedError, RequestTooLargeError, StoreUnavailableError, TenureError, TlsError } from '../../core/errors.js';
+import { tlsProblem } from '../../core/tls.js';
 
 /**
  * One error surface for Postgres: what `pg` throws (DatabaseError with a SQLSTATE, socket errors)
@@ -9,11 +10,27 @@ import { PermissionDeniedError, RequestTooLargeError, StoreUnavailableError, Ten
  * blackholed answers within the bound instead of never (pg's connectionTimeoutMillis is 0).
  */
 
-/** `host:port/database` of a pool, for error messages (never with credentials). */
+const endpoints = new WeakMap<Pool, string | undefined>();
+
+/**
+ * `host:port/database` of a pool, for error messages (never with credentials): where pg really
+ * connects. The pool's own Client class reads its options (a `connectionString`, `PGHOST` /
+ * `PGPORT`, pg's defaults) without connecting, so this names what a connection would dial, not
+ * `localhost:5432` for a pool built from a URL. Worked out once per pool.
+ */
 export function pgEndpoint(pool: Pool): string | undefined {
-  const o = (pool as unknown as { options?: { host?: string; port?: number; database?: string } }).options;
-  if (!o) return undefined;
-  return `${o.host ?? 'localhost'}:${o.port ?? 5432}${o.database ? `/${o.database}` : ''}`;
+  if (endpoints.has(pool)) return endpoints.get(pool);
+  const p = pool as unknown as { options?: { host?: string; port?: number; database?: string }; Client?: new (o: unknown) => { host?: string; port?: number; database?: string } };
+  let o: { host?: string; port?: number; database?: string } | undefined = p.options;
+  try {
+    // pg's Client parses its config in the constructor; its socket is made, never opened.
+    if (p.Client && o) o = new p.Client(o);
+  } catch {
+    // A config pg itself would refuse: say what the options say.
+  }
+  const endpoint = o && `${o.host ?? 'localhost'}:${o.port ?? 5432}${o.database ? `/${o.database}` : ''}`;
+  endpoints.set(pool, endpoint);
+  return endpoint;
 }
 
 /** SQLSTATE classes that mean the server refuses for lack of privileges. */
@@ -21,11 +38,15 @@ const DENIED = new Set(['28P01', '28000', '42501']);
 /** SQLSTATEs that mean "over a limit". */
 const TOO_LARGE = new Set(['54000', '54001', '54011', '54023']);
 
-/** The tenure error for a failed Postgres call (TenureErrors and abort reasons pass through). */
-export function toTenureError(e: unknown, what: string, endpoint: string | undefined): unknown {
-  if (e instanceof TenureError || !(e instanceof Error) || e.name === 'AbortError') return e;
+/** The tenure error for a failed Postgres call (TenureErrors and `signal`'s abort reason pass through). */
+export function toTenureError(e: unknown, what: string, endpoint: string | undefined, signal?: AbortSignal): unknown {
+  if (isAbortReason(e, signal) || e instanceof TenureError || !(e instanceof Error) || e.name === 'AbortError') return e;
   const code = (e as { code?: unknown }).code;
   const cause = { cause: e };
+  const tls = tlsProblem(e);
+  if (tls) return new TlsError('postgres', endpoint, tls.problem, `${what}: ${tls.detail}`, cause);
+  // pg_hba.conf has no rule for an unencrypted connection (hostssl lines only, or a reject).
+  if (code === '28000' && /no encryption$/.test(e.message)) return new TlsError('postgres', endpoint, 'plaintext', `${what}: ${e.message} (${code})`, cause);
   if (typeof code === 'string' && DENIED.has(code)) return new PermissionDeniedError('postgres', `${what}: ${e.message} (${code})`, cause);
   if (typeof code === 'string' && TOO_LARGE.has(code)) return new RequestTooLargeError('postgres', `${what}: ${e.message} (${code})`, cause);
   const transport = typeof code === 'string' && (/^(08|57P)/.test(code) || /^E[A-Z]+$/.test(code));
@@ -41,38 +62,28 @@ export function toTenureError(e: unknown, what: string, endpoint: string | undef
  */
 export async function connectWithin(pool: Pool, ms: number, what: string, signal?: AbortSignal): Promise<PoolClient> {
   const pending = pool.connect();
-  let timer: NodeJS.Timeout | undefined;
   let got = false;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new StoreUnavailableError('postgres', pgEndpoint(pool), `${what}: no connection within ${ms} ms`)), ms);
-  });
   try {
-    const client = await raceSignal(Promise.race([pending, timeout]), signal);
+    const client = await raceTimeout(pending, ms, () => new StoreUnavailableError('postgres', pgEndpoint(pool), `${what}: no connection within ${ms} ms`), signal);
     got = true;
     return client;
   } catch (e) {
-    throw toTenureError(e, what, pgEndpoint(pool));
+    throw toTenureError(e, what, pgEndpoint(pool), signal);
   } finally {
-    clearTimeout(timer);
     if (!got) pending.then((c) => c.release(), () => undefined);
   }
 }
 
 /** Settles like `call` within `ms` (StoreUnavailableError after it, `onTimeout` run first), errors as tenure errors. */
 export async function queryWithin<T>(call: Promise<T>, ms: number, what: string, endpoint: string | undefined, onTimeout?: () => void): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      onTimeout?.();
-      reject(new StoreUnavailableError('postgres', endpoint, `${what}: no answer within ${ms} ms`));
-    }, ms);
-  });
   try {
-    return await Promise.race([call, timeout]);
+    return await raceTimeout(call, ms, () => {
+      onTimeout?.();
+      return new StoreUnavailableError('postgres', endpoint, `${what}: no answer within ${ms} ms`);
+    });
   } catch (e) {
     throw toTenureError(e, what, endpoint);
   } finally {
-    clearTimeout(timer);
     call.catch(() => undefined);
   }
 }

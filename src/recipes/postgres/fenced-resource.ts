@@ -1,16 +1,20 @@
 import type { Pool, PoolClient } from 'pg';
 import { refused } from '../../core/fence-events.js';
 import { ConfigError, StaleFenceError, TenureError } from '../../core/errors.js';
+import { raceSignal, settledWithin, waitScope } from '../../core/abort.js';
+import { WAIT_KEYS, type WaitOptions } from '../../core/options.js';
 import { optionalNumber, requireFunction, requireOptions, requireString } from '../../core/validate.js';
+import { ABANDON_GRACE_MS, abandonWait } from './cancel.js';
 import { connectWithin, pgEndpoint, queryWithin } from './errors.js';
 
 const MAX_BIGINT = 2n ** 63n - 1n;
-import { schemaPending } from './schema.js';
+import type { PgSchemaOptions } from './ident.js';
+import { schemaPending, tenureTables, type TenureTables } from './schema.js';
 import { requirePool } from './session-lock.js';
 import { requireFence, type FencedResource } from '../../core/fencing.js';
 
 /** Options of a {@link PostgresFencedResource}. */
-export interface PostgresFencedResourceOptions {
+export interface PostgresFencedResourceOptions extends PgSchemaOptions {
   /**
    * Bound in ms on taking a connection and on each statement of the fence check: past it the
    * write rejects with StoreUnavailableError (nothing commits). Your own statements are yours to
@@ -28,20 +32,28 @@ export interface PostgresFencedResourceOptions {
   idleTimeoutMs?: number;
 }
 
-/** Options of one fenced write. */
-export interface PostgresFencedWriteOptions {
+/**
+ * Options of one fenced write. `signal` and `timeoutMs` bound the whole write up to its COMMIT —
+ * schema check, pool check-out, the fence check (which waits for another writer's row lock) and
+ * your function: given up on, the write's connection is cancelled and closed, the transaction
+ * rolls back and nothing commits; it rejects with exactly `signal.reason`, or AcquireTimeoutError.
+ * Once COMMIT is sent they no longer apply (its outcome would be unknown); `callTimeoutMs` bounds
+ * it. With `client` (your transaction) they bound the fence check's statements, and ending your
+ * transaction is yours.
+ */
+export interface PostgresFencedWriteOptions extends WaitOptions {
   /** Run in this client's open transaction (e.g. `ctx.client` of withXactLock) instead of taking a connection. */
   client?: PoolClient;
 }
 
 /** Raises the resource's fence to $2 unless it is already higher (then no row comes back). */
-const UPSERT = `INSERT INTO tenure_fence (resource, fence) VALUES ($1, $2)
-  ON CONFLICT (resource) DO UPDATE SET fence = EXCLUDED.fence WHERE tenure_fence.fence <= EXCLUDED.fence
+const upsertSql = (t: TenureTables): string => `INSERT INTO ${t.fence} AS r (resource, fence) VALUES ($1, $2)
+  ON CONFLICT (resource) DO UPDATE SET fence = EXCLUDED.fence WHERE r.fence <= EXCLUDED.fence
   RETURNING fence`;
 
 /**
  * A {@link FencedResource} in Postgres: `write(fence, async (tx) => …)` runs your statements in
- * the same transaction as the guarded upsert of the resource's row in `tenure_fence`
+ * the same transaction as the guarded upsert of the resource's row in `tenure_fence` (of `schema`)
  * (`… SET fence = $f WHERE fence <= $f`). A lower fence rejects with StaleFenceError and your
  * function never runs; if it throws, the transaction rolls back and the fence does not move.
  * The row lock serializes writers of one resource.
@@ -55,6 +67,10 @@ export class PostgresFencedResource implements FencedResource<PoolClient> {
   readonly name: string;
   readonly #pool: Pool;
   readonly #callTimeoutMs: number;
+  readonly #tables: TenureTables;
+  /** The guarded upsert and the read of the fence, in this resource's schema. */
+  readonly #upsert: string;
+  readonly #read: string;
   /** The write transaction's first statements: BEGIN and its idle bound, in one message. */
   readonly #begin: string;
 
@@ -62,10 +78,13 @@ export class PostgresFencedResource implements FencedResource<PoolClient> {
   constructor(pool: Pool, resource: string, options?: PostgresFencedResourceOptions) {
     this.#pool = requirePool(pool);
     this.name = requireString('resource', resource, { maxLength: 1000 });
-    const o = requireOptions('options', options);
+    const o = requireOptions('options', options, { callTimeoutMs: true, idleTimeoutMs: true, schema: true });
     this.#callTimeoutMs = optionalNumber('callTimeoutMs', o.callTimeoutMs, 5000, { integer: true, min: 1, max: 2 ** 31 - 1 });
     const idle = optionalNumber('idleTimeoutMs', o.idleTimeoutMs, this.#callTimeoutMs, { integer: true, min: 1, max: 2 ** 31 - 1 });
     this.#begin = `BEGIN; SET LOCAL idle_in_transaction_session_timeout = ${idle}`;
+    this.#tables = tenureTables(o.schema);
+    this.#upsert = upsertSql(this.#tables);
+    this.#read = `SELECT fence::text AS fence FROM ${this.#tables.fence} WHERE resource = $1`;
   }
 
   /**
@@ -81,49 +100,97 @@ export class PostgresFencedResource implements FencedResource<PoolClient> {
     requireFence(fence);
     if (fence > MAX_BIGINT) throw new ConfigError('fence', `must fit a Postgres bigint (at most ${MAX_BIGINT}), got ${fence}`);
     requireFunction('fn', fn);
-    const o = requireOptions('options', options);
-    if (o.client !== undefined) return this.#writeIn(o.client, fence, fn);
-    await schemaPending(this.#pool, this.#callTimeoutMs);
-    const client = await connectWithin(this.#pool, this.#callTimeoutMs, `fenced write to ${this.name}`);
+    const o = requireOptions('options', options, { client: true, ...WAIT_KEYS });
+    const what = `fenced write to ${this.name}`;
+    const scope = waitScope(what, o);
+    try {
+      scope.signal.throwIfAborted();
+      return await (o.client !== undefined ? this.#writeIn(o.client, fence, fn, scope.signal) : this.#writeOwn(fence, fn, scope.signal));
+    } finally {
+      scope.dispose();
+    }
+  }
+
+  async #writeOwn<T>(fence: bigint, fn: (tx: PoolClient) => T | Promise<T>, signal: AbortSignal): Promise<T> {
+    const what = `fenced write to ${this.name}`;
+    const schema = schemaPending(this.#pool, this.#tables, this.#callTimeoutMs);
+    if (schema) await raceSignal(schema, signal);
+    const client = await connectWithin(this.#pool, this.#callTimeoutMs, what, signal);
     let broken: Error | undefined;
     const onError = (e: Error): void => void (broken = e);
     client.on('error', onError);
+    let returned = false;
+    const giveBack = (err?: Error): void => {
+      if (returned) return;
+      returned = true;
+      client.release(err);
+    };
+    // Given up on before COMMIT: cancel what runs (a wait for the row lock ends at once), close
+    // the connection (the transaction rolls back). On a silent link neither answers; the caller
+    // is not held for it.
+    let inFlight: Promise<unknown> | undefined;
+    let abandoned: Promise<void> | undefined;
+    const onAbort = (): void => {
+      broken ??= new TenureError(`postgres: ${what}: given up on`);
+      client.on('error', () => undefined);
+      abandoned = abandonWait(client, giveBack, this.#callTimeoutMs, inFlight);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
     // Past the bound the connection is destroyed on release (its transaction rolls back).
-    const bound = <R>(q: Promise<R>): Promise<R> => queryWithin(q, this.#callTimeoutMs, `fenced write to ${this.name}`, pgEndpoint(this.#pool), () => (broken ??= new TenureError('postgres: no answer in time')));
+    const bound = <R>(q: Promise<R>): Promise<R> => {
+      inFlight = q;
+      return raceSignal(queryWithin(q, this.#callTimeoutMs, what, pgEndpoint(this.#pool), () => (broken ??= new TenureError('postgres: no answer in time'))), signal);
+    };
     try {
       await bound(client.query(this.#begin));
-      const r = await bound(client.query(UPSERT, [this.name, fence.toString()]));
+      const r = await bound(client.query(this.#upsert, [this.name, fence.toString()]));
       if (r.rowCount === 0) {
-        const h = await bound(client.query('SELECT fence::text AS fence FROM tenure_fence WHERE resource = $1', [this.name]));
+        const h = await bound(client.query(this.#read, [this.name]));
         await bound(client.query('ROLLBACK'));
         throw refused(new StaleFenceError(fence, BigInt((h.rows[0]?.fence as string | undefined) ?? '0'), this.name));
       }
       const value = await fn(client);
-      await bound(client.query('COMMIT'));
+      signal.throwIfAborted(); // given up on while fn ran: the abandon rolls it back
+      signal.removeEventListener('abort', onAbort);
+      await queryWithin(client.query('COMMIT'), this.#callTimeoutMs, what, pgEndpoint(this.#pool), () => (broken ??= new TenureError('postgres: no answer in time')));
       return value;
     } catch (e) {
+      if (abandoned) {
+        await settledWithin(abandoned, ABANDON_GRACE_MS);
+        throw signal.reason;
+      }
       if (!(e instanceof StaleFenceError) && !broken) await bound(client.query('ROLLBACK')).catch((err: Error) => (broken ??= err));
       throw e;
     } finally {
+      signal.removeEventListener('abort', onAbort);
       client.off('error', onError);
-      client.release(broken);
+      giveBack(broken);
     }
   }
 
-  async #writeIn<T>(client: PoolClient, fence: bigint, fn: (tx: PoolClient) => T | Promise<T>): Promise<T> {
+  async #writeIn<T>(client: PoolClient, fence: bigint, fn: (tx: PoolClient) => T | Promise<T>, signal: AbortSignal): Promise<T> {
     if (typeof (client as { query?: unknown }).query !== 'function') throw new ConfigError('client', 'must be a pg client in an open transaction');
     const what = `fenced write to ${this.name}`;
-    const r = await queryWithin(client.query(UPSERT, [this.name, fence.toString()]), this.#callTimeoutMs, what, pgEndpoint(this.#pool));
+    const r = await raceSignal(queryWithin(client.query(this.#upsert, [this.name, fence.toString()]), this.#callTimeoutMs, what, pgEndpoint(this.#pool)), signal);
     if (r.rowCount === 0) {
-      const h = await queryWithin(client.query('SELECT fence::text AS fence FROM tenure_fence WHERE resource = $1', [this.name]), this.#callTimeoutMs, what, pgEndpoint(this.#pool));
+      const h = await raceSignal(queryWithin(client.query(this.#read, [this.name]), this.#callTimeoutMs, what, pgEndpoint(this.#pool)), signal);
       throw refused(new StaleFenceError(fence, BigInt((h.rows[0]?.fence as string | undefined) ?? '0'), this.name));
     }
     return fn(client);
   }
 
-  async highestFence(): Promise<bigint> {
-    await schemaPending(this.#pool, this.#callTimeoutMs);
-    const r = await queryWithin(this.#pool.query('SELECT fence::text AS fence FROM tenure_fence WHERE resource = $1', [this.name]), this.#callTimeoutMs, `highestFence of ${this.name}`, pgEndpoint(this.#pool));
-    return BigInt((r.rows[0]?.fence as string | undefined) ?? '0');
+  /** The highest fence accepted so far; `options` bounds the read (within `callTimeoutMs` either way). */
+  async highestFence(options?: WaitOptions): Promise<bigint> {
+    const what = `highestFence of ${this.name}`;
+    const scope = waitScope(what, requireOptions('options', options, WAIT_KEYS));
+    try {
+      scope.signal.throwIfAborted();
+      const schema = schemaPending(this.#pool, this.#tables, this.#callTimeoutMs);
+      if (schema) await raceSignal(schema, scope.signal);
+      const r = await raceSignal(queryWithin(this.#pool.query(this.#read, [this.name]), this.#callTimeoutMs, what, pgEndpoint(this.#pool)), scope.signal);
+      return BigInt((r.rows[0]?.fence as string | undefined) ?? '0');
+    } finally {
+      scope.dispose();
+    }
   }
 }

@@ -1,6 +1,7 @@
 import type { PoolClient } from 'pg';
 import type { LeaderInfo } from '../../core/candidate.js';
 import { FENCE_MARKS, keyArgs, type AdvisoryKey } from './keys.js';
+import type { TenureTables } from './schema.js';
 
 /**
  * Who holds a session lock, readable by everyone at once and at no extra round trip.
@@ -11,8 +12,8 @@ import { FENCE_MARKS, keyArgs, type AdvisoryKey } from './keys.js';
  *   moment they are granted, uncommitted, and they end with the lock's transaction, so a fence is
  *   never shown for a holder that is gone.
  * - The **id** cannot be part of the lock (it is text), so it is a committed row of
- *   `tenure_holder` keyed by (name, backend pid), written *before* the lock is taken, in the same
- *   message (`BEGIN; upsert; COMMIT; BEGIN; take`): it is visible when the lock is, and costs no
+ *   the lock's schema's `tenure_holder` keyed by (name, backend pid), written *before* the lock
+ *   is taken, in the same message (`BEGIN; upsert; COMMIT; BEGIN; take`): it is visible when the lock is, and costs no
  *   round trip. A client connected straight to its backend (the backend pid the grant reports is
  *   the one the server announced at connect) owns that backend, so it remembers the rows it wrote
  *   and sends the upsert once per client, name and id, not per acquire. Through a pooler the
@@ -24,7 +25,7 @@ import { FENCE_MARKS, keyArgs, type AdvisoryKey } from './keys.js';
  * as `pid:<backend pid>` without a fence.
  */
 
-/** Per client that owns its backend: name → id of the rows that backend has; 'pooled' when it does not own it. */
+/** Per client that owns its backend: schema NUL name → id of the rows that backend has; 'pooled' when it does not own it. */
 const known = new WeakMap<PoolClient, Map<string, string> | 'pooled'>();
 
 /**
@@ -33,38 +34,45 @@ const known = new WeakMap<PoolClient, Map<string, string> | 'pooled'>();
  * most one row per live backend and name), then the (name, pid) → id row is upserted (a read
  * when it is there). Inlined: a multi-statement query takes no parameters.
  */
-export function recordBefore(client: PoolClient, name: string, id: string): string {
+export function recordBefore(client: PoolClient, t: TenureTables, name: string, id: string): string {
   const k = known.get(client);
-  if (k !== 'pooled' && k?.get(name) === id) return '';
+  if (k !== 'pooled' && k?.get(slot(t, name)) === id) return '';
   const [n, i] = [client.escapeLiteral(name), client.escapeLiteral(id)];
   return `BEGIN;
-    DELETE FROM tenure_holder h WHERE h.name = ${n} AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = h.pid);
-    INSERT INTO tenure_holder (name, pid, holder_id) SELECT ${n}, pg_backend_pid(), ${i}
-      WHERE NOT EXISTS (SELECT 1 FROM tenure_holder WHERE name = ${n} AND pid = pg_backend_pid() AND holder_id = ${i})
+    DELETE FROM ${t.holder} h WHERE h.name = ${n} AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = h.pid);
+    INSERT INTO ${t.holder} (name, pid, holder_id) SELECT ${n}, pg_backend_pid(), ${i}
+      WHERE NOT EXISTS (SELECT 1 FROM ${t.holder} WHERE name = ${n} AND pid = pg_backend_pid() AND holder_id = ${i})
       ON CONFLICT (name, pid) DO UPDATE SET holder_id = EXCLUDED.holder_id;
     COMMIT; `;
+}
+
+/** A backend's row is per schema and name: one backend may hold rows of the same name in two schemas' tables. */
+function slot(t: TenureTables, name: string): string {
+  return `${t.schema}\u0000${name}`;
 }
 
 /**
  * After a grant on backend `pid`: notes what this client's backend has, and says whether the
  * row is missing — only when no upsert was sent (the client looked like it owned its backend)
- * and the grant came from another backend; the caller then writes it ({@link RECORD_SQL}).
+ * and the grant came from another backend; the caller then writes it ({@link recordSql}).
  */
-export function mustRecord(client: PoolClient, pid: number, name: string, id: string, sent: boolean): boolean {
+export function mustRecord(client: PoolClient, pid: number, t: TenureTables, name: string, id: string, sent: boolean): boolean {
   const owns = (client as { processID?: unknown }).processID === pid;
   const k = known.get(client);
   if (!owns) {
     known.set(client, 'pooled');
     return !sent;
   }
-  if (k === undefined) known.set(client, new Map([[name, id]]));
-  else if (k !== 'pooled') k.set(name, id);
+  if (k === undefined) known.set(client, new Map([[slot(t, name), id]]));
+  else if (k !== 'pooled') k.set(slot(t, name), id);
   return false;
 }
 
 /** The row write for a backend that lacks it, on any connection: `$1` name, `$2` pid, `$3` id. */
-export const RECORD_SQL = `INSERT INTO tenure_holder (name, pid, holder_id) VALUES ($1, $2, $3)
+export function recordSql(t: TenureTables): string {
+  return `INSERT INTO ${t.holder} (name, pid, holder_id) VALUES ($1, $2, $3)
   ON CONFLICT (name, pid) DO UPDATE SET holder_id = EXCLUDED.holder_id`;
+}
 
 /**
  * The statement that takes the lock `k` (waiting, or one try), then the fence (after the grant,
@@ -72,10 +80,10 @@ export const RECORD_SQL = `INSERT INTO tenure_holder (name, pid, holder_id) VALU
  * found the lock taken. The middle subquery is not flattened (it has a volatile target), so
  * `nextval` runs once, after the lock.
  */
-export function takeSql(k: AdvisoryKey, tryOnly: boolean): string {
+export function takeSql(k: AdvisoryKey, tryOnly: boolean, t: TenureTables): string {
   const fenceOf = tryOnly
-    ? `SELECT nextval('tenure_fence_seq') AS f WHERE pg_try_advisory_xact_lock(${keyArgs(k)})`
-    : `SELECT nextval('tenure_fence_seq') AS f FROM (SELECT pg_advisory_xact_lock(${keyArgs(k)})) AS l`;
+    ? `SELECT ${t.nextval} AS f WHERE pg_try_advisory_xact_lock(${keyArgs(k)})`
+    : `SELECT ${t.nextval} AS f FROM (SELECT pg_advisory_xact_lock(${keyArgs(k)})) AS l`;
   return `SELECT f::text AS fence, pg_backend_pid() AS pid,
     pg_advisory_xact_lock_shared(${FENCE_MARKS.high}, (f >> 32)::int) AS hi,
     pg_advisory_xact_lock_shared(${FENCE_MARKS.low}, f::bit(32)::int) AS lo
@@ -86,7 +94,8 @@ export function takeSql(k: AdvisoryKey, tryOnly: boolean): string {
  * The holder of the lock `$2, $3` (namespace, key; as unsigned) named `$1`: one snapshot of
  * pg_locks (materialized, so the lock and its marks are read together), the marks joined by pid.
  */
-export const HOLDER_SQL = `WITH l AS MATERIALIZED (
+export function holderSql(t: TenureTables): string {
+  return `WITH l AS MATERIALIZED (
     SELECT pid, classid::bigint AS ns, objid::bigint AS k FROM pg_locks
     WHERE locktype = 'advisory' AND granted AND objsubid = 2
       AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))
@@ -94,11 +103,12 @@ export const HOLDER_SQL = `WITH l AS MATERIALIZED (
   FROM l m
   LEFT JOIN l hi ON hi.pid = m.pid AND hi.ns = ${FENCE_MARKS.high >>> 0}
   LEFT JOIN l lo ON lo.pid = m.pid AND lo.ns = ${FENCE_MARKS.low >>> 0}
-  LEFT JOIN tenure_holder h ON h.name = $1 AND h.pid = m.pid AND hi.pid IS NOT NULL AND lo.pid IS NOT NULL
+  LEFT JOIN ${t.holder} h ON h.name = $1 AND h.pid = m.pid AND hi.pid IS NOT NULL AND lo.pid IS NOT NULL
   WHERE m.ns = $2 AND m.k = $3
   LIMIT 1`;
+}
 
-/** A HOLDER_SQL row as a LeaderInfo. */
+/** A holderSql row as a LeaderInfo. */
 export function holderOf(row: { pid: number; holder_id: string | null; fence: string | null } | undefined): LeaderInfo | undefined {
   if (!row) return undefined;
   const fence = row.fence === null ? undefined : BigInt(row.fence);

@@ -1,14 +1,22 @@
 import { createHash } from 'node:crypto';
 import { ConfigError } from '../../core/errors.js';
-import { requireNumber, requireString } from '../../core/validate.js';
+import { requireNumber, requireOptions, requireString } from '../../core/validate.js';
+import { DEFAULT_SCHEMA, validateSchema, type PgSchemaOptions } from './ident.js';
 
 /**
  * The advisory-lock keyspace. Postgres advisory locks are keyed by one int8 or two int4s; tenure
- * uses the two-int4 form, deliberately: `(namespace, hash(name))`.
+ * uses the two-int4 form, deliberately: `(namespace, hash(schema, name))`.
  * - `namespace` keeps tenure's locks apart from other users of advisory locks in the same
  *   database (the single-int8 form used by migration tools and `advisory-lock` never collides
  *   with the two-int4 form: Postgres keys them apart).
- * - `hash(name)` is the first 4 bytes of SHA-256(name) as a signed int4.
+ * - `hash` is the first 4 bytes of SHA-256, as a signed int4, of the name — in the default schema
+ *   'public', so keys are what they were before schemas existed (a process with the `schema`
+ *   option unset, another tenure version, the CLI, all meet on them) — or of
+ *   `schema + NUL + name` in any other schema (neither may contain NUL, so no two pairs meet), so
+ *   the same name in two applications' schemas is two locks.
+ *
+ * The keyspace is the database's, not a schema's: advisory locks have no privileges, and any role
+ * that can connect can take any key, tenure's included (see the README's production section).
  *
  * Collisions: two distinct names in one namespace share a lock with probability ≈ n²/2³³ for n
  * names (≈ 1 in 850 for 10,000 names). A collision never breaks mutual exclusion; it only makes
@@ -49,19 +57,30 @@ export function validateNamespace(field: string, ns: unknown): number {
   return n;
 }
 
-/** The two-int4 key of `name` in `namespace`. */
-export function advisoryKey(name: string, namespace = DEFAULT_NAMESPACE): AdvisoryKey {
-  let key = hashed.get(name);
+/** Options of {@link advisoryKey}: those of the lock whose key it is. */
+export interface AdvisoryKeyOptions extends PgSchemaOptions {
+  /** @default 0x74656e75 ('tenu') */
+  namespace?: number;
+}
+
+/** The two-int4 key of the lock `name` (validated like the recipes' options). */
+export function advisoryKey(name: string, options?: AdvisoryKeyOptions): AdvisoryKey {
+  const o = requireOptions('options', options, { namespace: true, schema: true });
+  const n = validateName('name', name);
+  const namespace = o.namespace === undefined ? DEFAULT_NAMESPACE : validateNamespace('namespace', o.namespace);
+  const schema = validateSchema('schema', o.schema);
+  const hashedText = schema === DEFAULT_SCHEMA ? n : `${schema}\u0000${n}`;
+  let key = hashed.get(hashedText);
   if (key === undefined) {
-    key = createHash('sha256').update(name, 'utf8').digest().readInt32BE(0);
+    key = createHash('sha256').update(hashedText, 'utf8').digest().readInt32BE(0);
     // A lock name is usually one of a few; bound the memo so generated names cannot grow it.
     if (hashed.size >= 1024) hashed.clear();
-    hashed.set(name, key);
+    hashed.set(hashedText, key);
   }
   return { namespace, key };
 }
 
-/** name → its hashed key: a SHA-256 per lock cycle is ~7 µs of a ~150 µs Postgres cycle. */
+/** hashed text → its key: a SHA-256 per lock cycle is ~7 µs of a ~150 µs Postgres cycle. */
 const hashed = new Map<string, number>();
 
 /** `ns, key` for inlining into SQL: both are integers we computed, never user text. */

@@ -1,19 +1,22 @@
+import { LeaseEmitter } from '../../core/lease-events.js';
 import type { Pool, QueryResult } from 'pg';
-import { raceSignal, waitScope } from '../../core/abort.js';
+import { raceSignal, settledWithin, waitScope } from '../../core/abort.js';
 import type { LeaderInfo } from '../../core/candidate.js';
 import type { Clock } from '../../core/clock.js';
 import { BusyError, ClosedError, ConfigError } from '../../core/errors.js';
 import { LeaseController, type Lease } from '../../core/lease.js';
-import { optionalClock, optionalLogger, type Logger, type WaitOptions } from '../../core/options.js';
-import { optionalId, optionalSignal, requireOptions } from '../../core/validate.js';
-import { HOLDER_SQL, RECORD_SQL, holderOf, mustRecord, recordBefore, takeSql } from './holder.js';
-import { advisoryKey, validateName, validateNamespace, DEFAULT_NAMESPACE, type AdvisoryKey } from './keys.js';
-import { schemaPending } from './schema.js';
+import { optionalClock, optionalLogger, WAIT_KEYS, type Logger, type WaitOptions } from '../../core/options.js';
+import { optionalId, optionalSignal, requireOptions, type OptionKeys } from '../../core/validate.js';
+import { holderOf, holderSql, mustRecord, recordBefore, recordSql, takeSql } from './holder.js';
+import type { PgSchemaOptions } from './ident.js';
+import { advisoryKey, validateName, type AdvisoryKey } from './keys.js';
+import { schemaPending, tenureTables, type TenureTables } from './schema.js';
 import { pgEndpoint, queryWithin, toTenureError } from './errors.js';
 import { heartbeatMs, PgSession, pgTiming, type PgTiming } from './session.js';
+import { ABANDON_GRACE_MS } from './cancel.js';
 
 /** Options of a {@link PgSessionLock}. */
-export interface PgLockOptions {
+export interface PgLockOptions extends PgSchemaOptions {
   /** This participant's id, recorded while it holds; what `holder()` shows. @default a random UUID */
   id?: string;
   /**
@@ -39,6 +42,9 @@ export interface PgLockOptions {
   /** @default the monotonic clock */
   clock?: Clock;
 }
+
+/** @internal the keys of {@link PgLockOptions}. */
+export const PG_LOCK_KEYS: OptionKeys<PgLockOptions> = { id: true, ttlMs: true, safetyMarginMs: true, callTimeoutMs: true, namespace: true, logger: true, clock: true, schema: true };
 
 /** How long an acquire waits for its holder row to be written (see #record). */
 const CLAIM_MS = 1000;
@@ -69,7 +75,7 @@ export function requirePool(pool: unknown): Pool {
  * Hazard: without `ttlMs`, a holder that is partitioned away keeps the lock until its TCP
  * connection dies; set `ttlMs` for a lease the server enforces.
  */
-export class PgSessionLock implements AsyncDisposable {
+export class PgSessionLock extends LeaseEmitter implements AsyncDisposable {
   /** The lock's name. */
   readonly name: string;
   /** This participant's id. */
@@ -78,19 +84,22 @@ export class PgSessionLock implements AsyncDisposable {
   readonly logger: Logger;
   readonly #pool: Pool;
   readonly #key: AdvisoryKey;
+  readonly #tables: TenureTables;
   readonly #timing: PgTiming;
   #held: LeaseController | undefined;
   #busy = false;
   readonly #closing = new AbortController();
 
   constructor(pool: Pool, name: string, options?: PgLockOptions) {
+    super();
     this.#pool = requirePool(pool);
     this.name = validateName('name', name);
-    const o = requireOptions('options', options);
+    const o = requireOptions('options', options, PG_LOCK_KEYS);
     this.id = optionalId(o.id);
     this.#timing = pgTiming(o, optionalClock(o.clock));
-    this.logger = optionalLogger(o.logger, { name: 'postgres-lock', lock: this.name });
-    this.#key = advisoryKey(this.name, o.namespace === undefined ? DEFAULT_NAMESPACE : validateNamespace('namespace', o.namespace));
+    this.logger = optionalLogger(o.logger, { component: 'postgres-lock', lock: this.name });
+    this.#tables = tenureTables(o.schema);
+    this.#key = advisoryKey(this.name, { namespace: o.namespace, schema: this.#tables.schema });
   }
 
   /** The advisory key this name maps to. */
@@ -114,7 +123,7 @@ export class PgSessionLock implements AsyncDisposable {
   }
 
   async #take(options: WaitOptions | undefined, tryOnly: boolean): Promise<Lease | undefined> {
-    const o = requireOptions('options', options);
+    const o = requireOptions('options', options, WAIT_KEYS);
     optionalSignal('signal', o.signal);
     o.signal?.throwIfAborted();
     if (this.#closing.signal.aborted) throw new ClosedError(`postgres lock '${this.name}'`);
@@ -123,7 +132,7 @@ export class PgSessionLock implements AsyncDisposable {
     const scope = waitScope(`postgres lock '${this.name}'`, { signal: o.signal ? AbortSignal.any([o.signal, this.#closing.signal]) : this.#closing.signal, timeoutMs: o.timeoutMs });
     let session: PgSession | undefined;
     try {
-      const schema = schemaPending(this.#pool, this.#timing.callTimeoutMs);
+      const schema = schemaPending(this.#pool, this.#tables, this.#timing.callTimeoutMs);
       if (schema) await raceSignal(schema, scope.signal);
       for (;;) {
         session = await PgSession.create(this.#pool, this.#timing, scope.signal);
@@ -131,14 +140,14 @@ export class PgSessionLock implements AsyncDisposable {
         const sentAt = this.#timing.clock.now();
         // The lock is the transaction's (see session.ts: a session-level lock broke behind a
         // transaction pooler); the fence comes after the grant, in the same statement.
-        const before = recordBefore(s.client, this.name, this.id);
-        const q = s.query(before + s.lockSql(takeSql(this.#key, tryOnly)));
+        const before = recordBefore(s.client, this.#tables, this.name, this.id);
+        const q = s.query(before + s.lockSql(takeSql(this.#key, tryOnly, this.#tables)));
         // A try answers at once, so it is bounded like any call; a wait is bounded by the caller.
         const answered = tryOnly ? queryWithin(q, this.#timing.callTimeoutMs, `postgres lock '${this.name}': tryAcquire`, pgEndpoint(this.#pool), () => void s.close(true)) : q;
         const r = await raceSignal(answered, scope.signal).catch(async (e: unknown) => {
           answered.catch(() => undefined);
-          if (scope.signal.aborted) await s.abandon(q);
-          throw toTenureError(e, `postgres lock '${this.name}': acquire`, pgEndpoint(this.#pool));
+          if (scope.signal.aborted) await settledWithin(s.abandon(q), ABANDON_GRACE_MS);
+          throw toTenureError(e, `postgres lock '${this.name}': acquire`, pgEndpoint(this.#pool), scope.signal);
         });
         const row = lastRows(r)[0] as { fence: string; pid: number } | undefined;
         if (row === undefined) {
@@ -146,7 +155,7 @@ export class PgSessionLock implements AsyncDisposable {
           return undefined;
         }
         const fence = row.fence;
-        if (mustRecord(s.client, row.pid, this.name, this.id, before !== '')) await this.#record(row.pid);
+        if (mustRecord(s.client, row.pid, this.#tables, this.name, this.id, before !== '')) await this.#record(row.pid);
         // A grant with a heartbeat period of its lease still ahead is the holder's as it is (no
         // await on the hot path). One that waited longer is confirmed first: counted from the
         // send of its request, it would be handed out with its deadline about to pass (a waiter
@@ -161,7 +170,7 @@ export class PgSessionLock implements AsyncDisposable {
         s.startHeartbeat(from);
         const ctl = this.#lease(s, BigInt(fence));
         if (this.#closing.signal.aborted) await ctl.release();
-        return ctl.lease;
+        return this.announce(ctl.lease);
       }
     } catch (e) {
       await session?.close(true);
@@ -211,6 +220,7 @@ export class PgSessionLock implements AsyncDisposable {
       parent: session.signal,
       deadline: () => session.deadline,
       clock: this.#timing.clock,
+      logger: this.logger,
       // The lock is the transaction's: close() rolls it back (bounded; past the bound the
       // connection is destroyed and the server drops the lock with it).
       release: async () => {
@@ -237,7 +247,7 @@ export class PgSessionLock implements AsyncDisposable {
    * written makes `holder()` show `pid:<pid>`, nothing worse.
    */
   async #record(pid: number): Promise<void> {
-    const write = this.#pool.query(RECORD_SQL, [this.name, pid, this.id]);
+    const write = this.#pool.query(recordSql(this.#tables), [this.name, pid, this.id]);
     let timer: NodeJS.Timeout | undefined;
     const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, CLAIM_MS)));
     await Promise.race([write.then(() => undefined), bound])
@@ -252,13 +262,13 @@ export class PgSessionLock implements AsyncDisposable {
    * same name) is reported with id `pid:<backend pid>` and no fence.
    */
   async holder(options?: WaitOptions): Promise<LeaderInfo | undefined> {
-    const o = requireOptions('options', options);
+    const o = requireOptions('options', options, WAIT_KEYS);
     const scope = waitScope(`postgres lock '${this.name}': holder`, { signal: optionalSignal('signal', o.signal), timeoutMs: o.timeoutMs });
     try {
-      const schema = schemaPending(this.#pool, this.#timing.callTimeoutMs);
+      const schema = schemaPending(this.#pool, this.#tables, this.#timing.callTimeoutMs);
       if (schema) await raceSignal(schema, scope.signal);
       const r = await queryWithin(
-        this.#pool.query(HOLDER_SQL, [this.name, this.#key.namespace >>> 0, this.#key.key >>> 0]),
+        this.#pool.query(holderSql(this.#tables), [this.name, this.#key.namespace >>> 0, this.#key.key >>> 0]),
         this.#timing.callTimeoutMs,
         `postgres lock '${this.name}': holder`,
         pgEndpoint(this.#pool),

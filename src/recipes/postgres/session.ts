@@ -62,6 +62,9 @@ export class PgSession {
   readonly #timing: PgTiming;
   #deadline: LocalDeadline | undefined;
   #hbTimer: NodeJS.Timeout | undefined;
+  /** A lost lease's connection, kept until its holder releases or the server would end it (see #lose). */
+  #keepTimer: NodeJS.Timeout | undefined;
+  #lost = false;
   #returned = false;
   readonly #onError = (e: unknown): void => this.#lose('connection-lost', e);
   readonly #onEnd = (): void => this.#lose('connection-lost');
@@ -138,9 +141,24 @@ export class PgSession {
   }
 
   #lose(reason: LeaseLostReason, cause?: unknown): void {
-    if (this.#abort.signal.aborted) return;
+    if (this.#abort.signal.aborted) {
+      if (reason === 'connection-lost') this.#return(true); // a kept connection ended: let it go now
+      return;
+    }
     this.#stopTimers();
+    this.#lost = true;
     this.#abort.abort(new LeaseLostError(reason, `postgres session: ${reason === 'connection-lost' ? 'connection lost' : reason}`, { cause }));
+    const { ttlMs, safetyMarginMs, clock } = this.#timing;
+    if (reason !== 'connection-lost' && this.#deadline && ttlMs !== undefined && safetyMarginMs !== undefined) {
+      // The connection may well be alive (a late heartbeat): closing it now would end the lock's
+      // transaction at once, and the name would be granted elsewhere while the holder, told just
+      // now, is still stopping (a drain, `tenure run --grace`). Keep it, never back to the pool,
+      // until the holder releases or until the server would have ended it anyway.
+      const keepMs = Math.max(0, this.#deadline.at + safetyMarginMs - clock.now());
+      this.#keepTimer = setTimeout(() => this.#return(true), keepMs);
+      this.#keepTimer.unref();
+      return;
+    }
     // Whatever the connection still holds must go with it, never back to the pool.
     this.#return(true);
   }
@@ -148,6 +166,7 @@ export class PgSession {
   #return(destroy: boolean): void {
     if (this.#returned) return;
     this.#returned = true;
+    clearTimeout(this.#keepTimer);
     this.client.off('end', this.#onEnd);
     this.client.off('error', this.#onError);
     // A destroyed client may still emit a late error: it must not crash the process. (A client
@@ -174,6 +193,6 @@ export class PgSession {
       if (!destroy) await queryWithin(this.client.query('ROLLBACK'), this.#timing.callTimeoutMs, 'postgres session: rollback', undefined).catch(() => (destroy = true));
       this.#abort.abort(withoutStack(() => new LeaseLostError('closed', 'postgres session closed')));
     }
-    this.#return(destroy);
+    this.#return(destroy || this.#lost);
   }
 }

@@ -1,12 +1,13 @@
 import type { Pool, PoolClient } from 'pg';
 import { AcquireTimeoutError, LeaseLostError, TenureError } from '../../core/errors.js';
 import { LeaseController, type Lease } from '../../core/lease.js';
-import { optionalNumber, optionalSignal, requireFunction, requireOptions } from '../../core/validate.js';
-import { advisoryKey, keyArgs, validateName, validateNamespace, DEFAULT_NAMESPACE } from './keys.js';
-import { abandonWait } from './cancel.js';
+import { optionalNumber, optionalSignal, requireFunction, requireOptions, type OptionKeys } from '../../core/validate.js';
+import type { PgSchemaOptions } from './ident.js';
+import { advisoryKey, keyArgs, validateName } from './keys.js';
+import { ABANDON_GRACE_MS, abandonWait } from './cancel.js';
 import { connectWithin, pgEndpoint, queryWithin, toTenureError } from './errors.js';
-import { raceSignal } from '../../core/abort.js';
-import { schemaPending } from './schema.js';
+import { raceSignal, settledWithin, waitScope } from '../../core/abort.js';
+import { schemaPending, tenureTables, type TenureTables } from './schema.js';
 import { requirePool } from './session-lock.js';
 
 /** What the function run under {@link withXactLock} gets. */
@@ -22,7 +23,7 @@ export interface XactLockContext {
 }
 
 /** Options of {@link withXactLock} and {@link tryWithXactLock}. */
-export interface XactLockOptions {
+export interface XactLockOptions extends PgSchemaOptions {
   /** Abort the wait: the waiting connection is closed, which ends the wait at the server. */
   signal?: AbortSignal;
   /** Give up waiting after this long (`lock_timeout`), with AcquireTimeoutError. @default no limit */
@@ -47,22 +48,26 @@ export interface XactLockOptions {
 interface Prepared {
   key: string;
   name: string;
+  tables: TenureTables;
   o: XactLockOptions;
   callTimeoutMs: number;
 }
 
-function prepare(pool: unknown, name: unknown, fn: unknown, options: unknown): Prepared {
+const TRY_KEYS: OptionKeys<Omit<XactLockOptions, 'timeoutMs'>> = { signal: true, idleTimeoutMs: true, namespace: true, callTimeoutMs: true, schema: true };
+const WAIT_XACT_KEYS: OptionKeys<XactLockOptions> = { ...TRY_KEYS, timeoutMs: true };
+
+function prepare(pool: unknown, name: unknown, fn: unknown, options: unknown, keys: typeof TRY_KEYS | typeof WAIT_XACT_KEYS): Prepared {
   requirePool(pool);
   const n = validateName('name', name);
   requireFunction('fn', fn);
-  const o = requireOptions<XactLockOptions>('options', options as XactLockOptions | undefined);
+  const o = requireOptions<XactLockOptions>('options', options as XactLockOptions | undefined, keys as OptionKeys<XactLockOptions>);
   optionalSignal('signal', o.signal);
   // Both become server settings where 0 means "no limit": out-of-range values must not wrap to it.
   if (o.timeoutMs !== undefined) optionalNumber('timeoutMs', o.timeoutMs, 0, { integer: true, min: 1, max: 2 ** 31 - 1 });
   if (o.idleTimeoutMs !== undefined) optionalNumber('idleTimeoutMs', o.idleTimeoutMs, 0, { integer: true, min: 1, max: 2 ** 31 - 1 });
-  const ns = o.namespace === undefined ? DEFAULT_NAMESPACE : validateNamespace('namespace', o.namespace);
+  const tables = tenureTables(o.schema);
   const callTimeoutMs = optionalNumber('callTimeoutMs', o.callTimeoutMs, 5000, { integer: true, min: 1, max: 2 ** 31 - 1 });
-  return { key: keyArgs(advisoryKey(n, ns)), name: n, o, callTimeoutMs };
+  return { key: keyArgs(advisoryKey(n, { namespace: o.namespace, schema: tables.schema })), name: n, tables, o, callTimeoutMs };
 }
 
 async function run<T>(pool: Pool, p: Prepared, mode: 'wait' | 'try', fn: (ctx: XactLockContext) => Promise<T> | T): Promise<{ acquired: true; value: T } | { acquired: false }> {
@@ -70,9 +75,21 @@ async function run<T>(pool: Pool, p: Prepared, mode: 'wait' | 'try', fn: (ctx: X
   const what = `postgres xact lock '${p.name}'`;
   const endpoint = pgEndpoint(pool);
   o.signal?.throwIfAborted();
-  const schema = schemaPending(pool, callTimeoutMs);
-  if (schema) await raceSignal(schema, o.signal);
-  const client = await connectWithin(pool, callTimeoutMs, `${what}: connect`, o.signal);
+  // timeoutMs bounds the whole wait, the pool check-out included (a pool whose every client is
+  // out must not hold the caller for callTimeoutMs); `signal` is the caller's signal and it.
+  // Without either, nothing can end the wait: no scope, and no listener or race on one (an
+  // AbortSignal and its listeners are a measurable part of an uncontended cycle's client work).
+  const scope = o.signal || o.timeoutMs !== undefined ? waitScope(what, { signal: o.signal, timeoutMs: o.timeoutMs }) : undefined;
+  const signal = scope?.signal;
+  let client: PoolClient;
+  try {
+    const schema = schemaPending(pool, p.tables, callTimeoutMs);
+    if (schema) await raceSignal(schema, signal);
+    client = await connectWithin(pool, callTimeoutMs, `${what}: connect`, signal);
+  } catch (e) {
+    scope?.dispose();
+    throw e;
+  }
   let destroy: Error | undefined;
   let returned = false;
   const giveBack = (err?: Error): void => {
@@ -95,7 +112,7 @@ async function run<T>(pool: Pool, p: Prepared, mode: 'wait' | 'try', fn: (ctx: X
   };
   client.on('error', onError);
   client.on('end', onEnd);
-  o.signal?.addEventListener('abort', onAbort, { once: true });
+  signal?.addEventListener('abort', onAbort, { once: true });
   let open = false;
   try {
     const settings = [
@@ -104,8 +121,8 @@ async function run<T>(pool: Pool, p: Prepared, mode: 'wait' | 'try', fn: (ctx: X
     ].join(' ');
     const take =
       mode === 'wait'
-        ? `SELECT pg_advisory_xact_lock(${p.key}), nextval('tenure_fence_seq')::text AS fence`
-        : `SELECT CASE WHEN pg_try_advisory_xact_lock(${p.key}) THEN nextval('tenure_fence_seq')::text END AS fence`;
+        ? `SELECT pg_advisory_xact_lock(${p.key}), ${p.tables.nextval}::text AS fence`
+        : `SELECT CASE WHEN pg_try_advisory_xact_lock(${p.key}) THEN ${p.tables.nextval}::text END AS fence`;
     open = true;
     // Destroying the connection ends the server's side too (the transaction rolls back).
     const cut = (): void => {
@@ -119,11 +136,12 @@ async function run<T>(pool: Pool, p: Prepared, mode: 'wait' | 'try', fn: (ctx: X
       waiting = q;
       // A try answers at once; a wait with timeoutMs is also bounded here, for a server that cannot say lock_timeout.
       const bound = mode === 'try' ? callTimeoutMs : o.timeoutMs === undefined ? undefined : o.timeoutMs + callTimeoutMs;
-      results = bound === undefined ? await q : await queryWithin(q, bound, what, endpoint, cut);
+      // Raced with the signal: on a silent link the abandoned query never answers.
+      results = await raceSignal(bound === undefined ? q : queryWithin(q, bound, what, endpoint, cut), signal);
     } catch (e) {
-      if (o.signal?.aborted) {
-        await abandoned;
-        throw o.signal.reason;
+      if (signal?.aborted) {
+        if (abandoned) await settledWithin(abandoned, ABANDON_GRACE_MS);
+        throw signal.reason;
       }
       const sqlstate = (e as { code?: unknown; cause?: { code?: unknown } }).cause?.code ?? (e as { code?: unknown }).code;
       if (sqlstate === '55P03' && o.timeoutMs !== undefined) {
@@ -131,10 +149,10 @@ async function run<T>(pool: Pool, p: Prepared, mode: 'wait' | 'try', fn: (ctx: X
       }
       throw toTenureError(e, what, endpoint);
     }
-    if (o.signal?.aborted) {
+    if (signal?.aborted) {
       // Granted just before the cancel arrived: the abandoning destroy rolls it back.
-      await abandoned;
-      throw o.signal.reason;
+      if (abandoned) await settledWithin(abandoned, ABANDON_GRACE_MS);
+      throw signal.reason;
     }
     const last = Array.isArray(results) ? results[results.length - 1] : results;
     const fence = last?.rows[0]?.fence as string | null | undefined;
@@ -143,7 +161,8 @@ async function run<T>(pool: Pool, p: Prepared, mode: 'wait' | 'try', fn: (ctx: X
       open = false;
       return { acquired: false };
     }
-    o.signal?.removeEventListener('abort', onAbort);
+    signal?.removeEventListener('abort', onAbort);
+    scope?.dispose();
     controller = new LeaseController({ name: p.name, fence: BigInt(fence), release: async () => undefined });
     const lease = controller.lease;
     const value = await fn({ client, fence: lease.fence, signal: lease.signal, lease });
@@ -155,7 +174,8 @@ async function run<T>(pool: Pool, p: Prepared, mode: 'wait' | 'try', fn: (ctx: X
     if (open && !destroy) await queryWithin(client.query('ROLLBACK'), callTimeoutMs, `${what}: rollback`, endpoint).catch((err: Error) => (destroy = err));
     throw e instanceof LeaseLostError || !controller?.lease.signal.aborted ? e : controller.lease.signal.reason;
   } finally {
-    o.signal?.removeEventListener('abort', onAbort);
+    signal?.removeEventListener('abort', onAbort);
+    scope?.dispose();
     controller?.lose('released', undefined, `${p.name}: transaction ended`);
     client.off('end', onEnd);
     client.off('error', onError);
@@ -170,7 +190,7 @@ async function run<T>(pool: Pool, p: Prepared, mode: 'wait' | 'try', fn: (ctx: X
  * leak, and it works behind a transaction-pooling proxy. Waits for the lock.
  */
 export async function withXactLock<T>(pool: Pool, name: string, fn: (ctx: XactLockContext) => Promise<T> | T, options?: XactLockOptions): Promise<T> {
-  const p = prepare(pool, name, fn, options);
+  const p = prepare(pool, name, fn, options, WAIT_XACT_KEYS);
   const r = await run(pool, p, 'wait', fn);
   if (!r.acquired) throw new TenureError(`postgres xact lock '${p.name}': a waiting lock returned without the lock`);
   return r.value;
@@ -194,6 +214,6 @@ export async function tryWithXactLock<T>(
       acquired: false;
     }
 > {
-  const p = prepare(pool, name, fn, options);
+  const p = prepare(pool, name, fn, options, TRY_KEYS); // a try does not wait: timeoutMs is refused, not ignored
   return run(pool, p, 'try', fn);
 }

@@ -2,7 +2,7 @@ import type { RedisClient } from './client.js';
 import { LeaseCandidate } from '../../core/lease-candidate.js';
 import { observeByReading } from '../../core/observe.js';
 import { optionalNumber, requireOptions } from '../../core/validate.js';
-import { RedisLock, type RedisLockOptions } from './lock.js';
+import { REDIS_LOCK_KEYS, RedisLock, type RedisLockOptions } from './lock.js';
 
 /** Options of a {@link RedisElection}: those of {@link RedisLock} and the observer's own. */
 export interface RedisElectionOptions extends RedisLockOptions {
@@ -19,7 +19,7 @@ export interface RedisElectionOptions extends RedisLockOptions {
  */
 export class RedisElection extends LeaseCandidate {
   constructor(redis: RedisClient, name: string, options?: RedisElectionOptions) {
-    const { observeIntervalMs, ...lockOptions } = requireOptions('options', options);
+    const { observeIntervalMs, ...lockOptions } = requireOptions('options', options, { ...REDIS_LOCK_KEYS, observeIntervalMs: true });
     const intervalMs = optionalNumber('observeIntervalMs', observeIntervalMs, 1000, { min: 10, max: 2 ** 31 - 1 });
     const lock = new RedisLock(redis, name, lockOptions);
     super({

@@ -1,6 +1,7 @@
 import type { RedisClient } from './client.js';
-import { raceSignal } from '../../core/abort.js';
-import { PermissionDeniedError, RequestTooLargeError, StoreUnavailableError, TenureError } from '../../core/errors.js';
+import { isAbortReason, raceTimeout } from '../../core/abort.js';
+import { PermissionDeniedError, RequestTooLargeError, StoreUnavailableError, TenureError, TlsError } from '../../core/errors.js';
+import { probeTls, tlsProblem, type TlsProbeOptions } from '../../core/tls.js';
 
 /**
  * One error surface for Redis: what ioredis throws (connection errors, MaxRetriesPerRequestError,
@@ -29,25 +30,67 @@ export function toTenureError(e: unknown, what: string, endpoint: string | undef
   return new StoreUnavailableError('redis', endpoint, `${what}: ${msg}`, cause);
 }
 
+/** The last connection error each client reported, until it is ready again. */
+const lastErrors = new WeakMap<object, Error>();
+const watched = new WeakSet<object>();
+
+/**
+ * Records the client's connection errors. ioredis reconnects for ever and fails a command only
+ * with "max retries per request" or not at all: what went wrong — a certificate, a refused
+ * login — is only in its `error` events. (A listener of ours means ioredis no longer prints
+ * "Unhandled error event" for a client without one of yours.)
+ */
+function watchConnection(redis: RedisClient): void {
+  if (watched.has(redis)) return;
+  watched.add(redis);
+  const record = (e: unknown): void => {
+    if (e instanceof Error) lastErrors.set(redis, e);
+  };
+  const r = redis as unknown as { on(event: string, f: (e: unknown) => void): void };
+  r.on('error', record);
+  r.on('node error', record); // a Cluster's per-node connections
+  r.on('ready', () => lastErrors.delete(redis));
+}
+
+/**
+ * A StoreUnavailableError named for what the connection really met: a certificate problem
+ * (TlsError), plaintext to a TLS port (a TLS handshake succeeds where ioredis was reset), a
+ * refused login (PermissionDeniedError). Other errors are returned as they are.
+ */
+async function connectionFailure(err: unknown, redis: RedisClient, what: string, endpoint: string | undefined): Promise<unknown> {
+  const last = lastErrors.get(redis);
+  if (!(err instanceof StoreUnavailableError) || !last) return err;
+  const tls = tlsProblem(last);
+  if (tls) return new TlsError('redis', endpoint, tls.problem, `${what}: ${tls.detail}`, { cause: last });
+  if (/^(NOAUTH|WRONGPASS)/.test(last.message)) return new PermissionDeniedError('redis', `${what}: ${last.message.split(' ')[0]}`, { cause: last });
+  const o = (redis as unknown as { options?: { host?: string; port?: number; tls?: TlsProbeOptions } }).options;
+  const code = (last as { code?: unknown }).code;
+  // A Cluster has no one address to ask; its nodes' certificate errors are named above.
+  if (!o || (redis as { isCluster?: boolean }).isCluster || (code !== 'ECONNRESET' && code !== 'EPIPE')) return err;
+  // Reset during or right after a handshake: ask the server with the client's own TLS options.
+  const probe = await probeTls(o.host ?? '127.0.0.1', o.port ?? 6379, o.tls ?? {}, 500);
+  if (o.tls && probe.problem) return new TlsError('redis', endpoint, probe.problem.problem, `${what}: ${probe.problem.detail}`, { cause: last });
+  if (!o.tls && probe.speaks) return new TlsError('redis', endpoint, 'plaintext', `${what}: the server speaks TLS and this client does not (give ioredis \`tls\`)`, { cause: last });
+  return err;
+}
+
 /**
  * Runs one Redis call with a bound: rejects with StoreUnavailableError after `ms` (the command may
  * still run later, when the connection comes back: `late` gets its result so the caller can undo
  * it), with `signal.reason` when `signal` aborts, and with a tenure error when it fails.
  */
 export async function bounded<T>(redis: RedisClient, call: Promise<T>, ms: number, what: string, signal?: AbortSignal, late?: (value: T) => void): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
   let settled = false;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new StoreUnavailableError('redis', redisEndpoint(redis), `${what}: no answer within ${ms} ms`)), ms);
-  });
+  watchConnection(redis);
   try {
-    const v = await raceSignal(Promise.race([call, timeout]), signal);
+    const v = await raceTimeout(call, ms, () => new StoreUnavailableError('redis', redisEndpoint(redis), `${what}: no answer within ${ms} ms`), signal);
     settled = true;
     return v;
   } catch (e) {
-    throw toTenureError(e, what, redisEndpoint(redis));
+    if (isAbortReason(e, signal)) throw e; // the caller's own reason, exactly (an Error reason is no store failure)
+    const endpoint = redisEndpoint(redis);
+    throw await connectionFailure(toTenureError(e, what, endpoint), redis, what, endpoint);
   } finally {
-    clearTimeout(timer);
     if (!settled && late) call.then(late, () => undefined);
     else call.catch(() => undefined);
   }

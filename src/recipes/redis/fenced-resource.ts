@@ -1,5 +1,7 @@
 import { ConfigError, StaleFenceError } from '../../core/errors.js';
 import { refused } from '../../core/fence-events.js';
+import { waitScope } from '../../core/abort.js';
+import { WAIT_KEYS, type WaitOptions } from '../../core/options.js';
 import { optionalNumber, requireFunction, requireOptions, requireString } from '../../core/validate.js';
 import { requireRedis, type RedisClient } from './client.js';
 import { bounded } from './errors.js';
@@ -122,24 +124,47 @@ export class RedisFencedResource implements FencedResource<RedisFencedWrite> {
   constructor(redis: RedisClient, key: string, options?: RedisFencedResourceOptions) {
     this.#redis = requireRedis(redis);
     this.name = requireString('key', key, { maxLength: 1024 });
-    this.#callTimeoutMs = optionalNumber('callTimeoutMs', requireOptions('options', options).callTimeoutMs, 5000, { integer: true, min: 1, max: 2 ** 31 - 1 });
+    this.#callTimeoutMs = optionalNumber('callTimeoutMs', requireOptions('options', options, { callTimeoutMs: true }).callTimeoutMs, 5000, { integer: true, min: 1, max: 2 ** 31 - 1 });
   }
 
-  async write<T>(fence: bigint, fn: (w: RedisFencedWrite) => T | Promise<T>): Promise<T> {
+  /**
+   * Runs `fn` to queue the writes, then sends them with the fence check. `options.signal` /
+   * `timeoutMs` bound the whole write (rejecting with exactly `signal.reason`, or
+   * AcquireTimeoutError); given up on before the script is sent, nothing is written; after, its
+   * outcome is unknown as past `callTimeoutMs` (it may still apply, fence-checked, when the
+   * connection comes back).
+   */
+  async write<T>(fence: bigint, fn: (w: RedisFencedWrite) => T | Promise<T>, options?: WaitOptions): Promise<T> {
     requireFence(fence);
     requireFunction('fn', fn);
-    const w = new RedisFencedWrite();
-    const result = await fn(w);
-    const args: (string | number | Buffer)[] = [fence.toString(), w.ops.length];
-    for (const op of w.ops) args.push(op.cmd, op.args.length, ...op.args);
-    const call = runScript(this.#redis, WRITE, [this.name, ...w.ops.map((o) => o.key)], args) as Promise<[number, string]>;
-    const [ok, highest] = await bounded(this.#redis, call, this.#callTimeoutMs, `fenced write to ${this.name}`);
-    if (ok !== 1) throw refused(new StaleFenceError(fence, BigInt(highest), this.name));
-    return result;
+    const what = `fenced write to ${this.name}`;
+    const scope = waitScope(what, requireOptions('options', options, WAIT_KEYS));
+    try {
+      scope.signal.throwIfAborted();
+      const w = new RedisFencedWrite();
+      const result = await fn(w);
+      scope.signal.throwIfAborted();
+      const args: (string | number | Buffer)[] = [fence.toString(), w.ops.length];
+      for (const op of w.ops) args.push(op.cmd, op.args.length, ...op.args);
+      const call = runScript(this.#redis, WRITE, [this.name, ...w.ops.map((o) => o.key)], args) as Promise<[number, string]>;
+      const [ok, highest] = await bounded(this.#redis, call, this.#callTimeoutMs, what, scope.signal);
+      if (ok !== 1) throw refused(new StaleFenceError(fence, BigInt(highest), this.name));
+      return result;
+    } finally {
+      scope.dispose();
+    }
   }
 
-  async highestFence(): Promise<bigint> {
-    const v = await bounded(this.#redis, this.#redis.hget(this.name, 'fence'), this.#callTimeoutMs, `highestFence of ${this.name}`);
-    return v === null ? 0n : BigInt(v);
+  /** The highest fence accepted so far; `options` bounds the read (within `callTimeoutMs` either way). */
+  async highestFence(options?: WaitOptions): Promise<bigint> {
+    const what = `highestFence of ${this.name}`;
+    const scope = waitScope(what, requireOptions('options', options, WAIT_KEYS));
+    try {
+      scope.signal.throwIfAborted();
+      const v = await bounded(this.#redis, this.#redis.hget(this.name, 'fence'), this.#callTimeoutMs, what, scope.signal);
+      return v === null ? 0n : BigInt(v);
+    } finally {
+      scope.dispose();
+    }
   }
 }

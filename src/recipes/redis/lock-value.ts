@@ -1,4 +1,4 @@
-import { randomFillSync } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { LeaderInfo } from '../../core/candidate.js';
 
 /**
@@ -6,16 +6,12 @@ import type { LeaderInfo } from '../../core/candidate.js';
  * makes renew and release owner-checked; fence and id tell anyone who holds with one GET.
  */
 
-/** Tokens of 16 random bytes, cut from a pool filled 4 KiB at a time (one syscall per 256). */
-const pool = Buffer.alloc(4096);
-let poolAt = pool.length;
+/**
+ * A fresh owner token: a random UUID (122 random bits; Node draws them from a pooled buffer of
+ * its own, so this costs no syscall per token).
+ */
 export function newToken(): string {
-  if (poolAt + 16 > pool.length) {
-    randomFillSync(pool);
-    poolAt = 0;
-  }
-  poolAt += 16;
-  return pool.toString('hex', poolAt - 16, poolAt);
+  return randomUUID();
 }
 
 /** The lock key's value while held. */

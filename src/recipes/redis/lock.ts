@@ -1,3 +1,4 @@
+import { LeaseEmitter } from '../../core/lease-events.js';
 import { sleep, waitScope } from '../../core/abort.js';
 import { Backoff } from '../../core/backoff.js';
 import type { LeaderInfo } from '../../core/candidate.js';
@@ -5,8 +6,8 @@ import type { Clock } from '../../core/clock.js';
 import { leaseTiming } from '../../core/deadline.js';
 import { BusyError, ClosedError, ConfigError } from '../../core/errors.js';
 import { LeaseController, type Lease } from '../../core/lease.js';
-import { optionalClock, optionalLogger, type Logger, type WaitOptions } from '../../core/options.js';
-import { optionalId, optionalNumber, optionalSignal, requireOptions } from '../../core/validate.js';
+import { optionalClock, optionalLogger, WAIT_KEYS, type Logger, type WaitOptions } from '../../core/options.js';
+import { optionalId, optionalNumber, optionalSignal, requireOptions, type OptionKeys } from '../../core/validate.js';
 import { requireRedis, type RedisClient } from './client.js';
 import { lockKeys, validateLockName, validatePrefix, type LockKeys } from './keys.js';
 import { ReleaseListener } from './release-listener.js';
@@ -15,6 +16,7 @@ import { lockValue, newToken, parseHolder } from './lock-value.js';
 import { bounded } from './errors.js';
 import { ACQUIRE, LEAVE_QUEUE, RELEASE, runScript } from './scripts.js';
 import { RenewWatchdog } from './watchdog.js';
+import { inWindow } from '../../core/window.js';
 
 /** Options of a {@link RedisLock}. */
 export interface RedisLockOptions {
@@ -55,6 +57,9 @@ export interface RedisLockOptions {
   clock?: Clock;
 }
 
+/** @internal the keys of {@link RedisLockOptions}. */
+export const REDIS_LOCK_KEYS: OptionKeys<RedisLockOptions> = { id: true, ttlMs: true, safetyMarginMs: true, restartGuardMs: true, keyPrefix: true, retryMaxMs: true, callTimeoutMs: true, logger: true, clock: true };
+
 type Attempt = { kind: 'acquired'; lease: Lease } | { kind: 'held'; pttlMs: number } | { kind: 'guard'; waitMs: number };
 
 /**
@@ -67,7 +72,7 @@ type Attempt = { kind: 'acquired'; lease: Lease } | { kind: 'held'; pttlMs: numb
  * Hazard, stated where you decide: a lease is only as safe as the resource that checks its
  * fence. Pass `lease.fence` to a fenced resource and `lease.signal` to every call you make.
  */
-export class RedisLock implements AsyncDisposable {
+export class RedisLock extends LeaseEmitter implements AsyncDisposable {
   /** The lock's name. */
   readonly name: string;
   /** This participant's id (stored with the lock while held). */
@@ -88,11 +93,14 @@ export class RedisLock implements AsyncDisposable {
   #held: LeaseController | undefined;
   #busy = false;
   #closed = false;
+  /** Withdrawals still on their way to Redis (a left queue place, a late grant's release): close() waits for them. */
+  readonly #withdrawals = new Set<Promise<unknown>>();
 
   constructor(redis: RedisClient, name: string, options?: RedisLockOptions) {
+    super();
     this.#redis = requireRedis(redis);
     this.name = validateLockName('name', name);
-    const o = requireOptions('options', options);
+    const o = requireOptions('options', options, REDIS_LOCK_KEYS);
     this.id = optionalId(o.id);
     const timing = leaseTiming(o, { minTtlMs: 30 });
     this.ttlMs = timing.ttlMs;
@@ -106,7 +114,7 @@ export class RedisLock implements AsyncDisposable {
     this.#callTimeoutMs = optionalNumber('callTimeoutMs', o.callTimeoutMs, 5000, { integer: true, min: 1, max: 2 ** 31 - 1 });
     this.#keys = lockKeys(o.keyPrefix === undefined ? 'tenure:' : validatePrefix('keyPrefix', o.keyPrefix), this.name);
     this.#clock = optionalClock(o.clock);
-    this.logger = optionalLogger(o.logger, { name: 'redis-lock', lock: this.name });
+    this.logger = optionalLogger(o.logger, { component: 'redis-lock', lock: this.name });
     this.#listener = new ReleaseListener(redis, this.#keys.released, this.#keys.acquired);
   }
 
@@ -115,7 +123,7 @@ export class RedisLock implements AsyncDisposable {
    * aborts, or AcquireTimeoutError after `timeoutMs`.
    */
   async acquire(options?: WaitOptions): Promise<Lease> {
-    const o = requireOptions('options', options);
+    const o = requireOptions('options', options, WAIT_KEYS);
     optionalSignal('signal', o.signal);
     o.signal?.throwIfAborted();
     this.#enter();
@@ -135,11 +143,13 @@ export class RedisLock implements AsyncDisposable {
         this.#assertOpen(); // close() wakes every waiter
         const seen = this.#listener.seen(token);
         // Aborted or timed out mid-attempt: a lock granted after all must not be left renewing.
-        const a = await bounded(this.#redis, this.#attempt(token, true), this.#callTimeoutMs, `redis lock '${this.name}': acquire`, signal, releaseLate);
+        const attempt = (): Promise<Attempt> => bounded(this.#redis, this.#attempt(token, true), this.#callTimeoutMs, `redis lock '${this.name}': acquire`, signal, this.#releaseLate);
+        // The first attempt within the client's window of joins in flight (see core/window.ts).
+        const a = polls === undefined ? await inWindow(this.#redis, signal, attempt) : await attempt();
         if (a.kind === 'acquired') {
           // A grant whose reply came after its own local deadline (the request sat in a
           // partition) is lost before it is handed out: free it and go on waiting.
-          if (!signal?.aborted && !a.lease.lost) return (lease = a.lease);
+          if (!signal?.aborted && !a.lease.lost) return (lease = this.announce(a.lease));
           await a.lease.release().catch(() => undefined);
           signal?.throwIfAborted();
         }
@@ -161,7 +171,7 @@ export class RedisLock implements AsyncDisposable {
       this.#listener.forget(token);
       if (queued && !lease) {
         // Leave the queue, so the waiters behind need not sit out this one's expiry.
-        runScript(this.#redis, LEAVE_QUEUE, [this.#keys.queue, this.#keys.alive], [token]).catch(() => undefined);
+        this.#withdraw(runScript(this.#redis, LEAVE_QUEUE, [this.#keys.queue, this.#keys.alive], [token]));
       }
     }
   }
@@ -171,15 +181,15 @@ export class RedisLock implements AsyncDisposable {
    * restart guard holds, or the grant came back after its own local deadline.
    */
   async tryAcquire(options?: WaitOptions): Promise<Lease | undefined> {
-    const o = requireOptions('options', options);
+    const o = requireOptions('options', options, WAIT_KEYS);
     optionalSignal('signal', o.signal);
     o.signal?.throwIfAborted();
     this.#enter();
     const scope = o.signal || o.timeoutMs !== undefined ? waitScope(`redis lock '${this.name}': tryAcquire`, o) : undefined;
     try {
-      const a = await bounded(this.#redis, this.#attempt(newToken(), false), this.#callTimeoutMs, `redis lock '${this.name}': tryAcquire`, scope?.signal, releaseLate);
+      const a = await bounded(this.#redis, this.#attempt(newToken(), false), this.#callTimeoutMs, `redis lock '${this.name}': tryAcquire`, scope?.signal, this.#releaseLate);
       if (a.kind !== 'acquired') return undefined;
-      if (!a.lease.lost) return a.lease;
+      if (!a.lease.lost) return this.announce(a.lease);
       await a.lease.release().catch(() => undefined); // lost before it was handed out: no grant
       return undefined;
     } finally {
@@ -195,7 +205,7 @@ export class RedisLock implements AsyncDisposable {
 
   /** Who holds the lock (id and fence), read from Redis; undefined when nobody does. */
   async holder(options?: WaitOptions): Promise<LeaderInfo | undefined> {
-    const o = requireOptions('options', options);
+    const o = requireOptions('options', options, WAIT_KEYS);
     const scope = waitScope(`redis lock '${this.name}': holder`, { signal: optionalSignal('signal', o.signal), timeoutMs: o.timeoutMs });
     try {
       return parseHolder(await bounded(this.#redis, this.#redis.get(this.#keys.lock), this.#callTimeoutMs, `redis lock '${this.name}': holder`, scope.signal));
@@ -252,6 +262,7 @@ export class RedisLock implements AsyncDisposable {
       name: this.name,
       fence,
       clock: this.#clock,
+      logger: this.logger,
       parent: watchdog.signal,
       deadline: () => watchdog.deadline,
       release: async () => {
@@ -287,11 +298,32 @@ export class RedisLock implements AsyncDisposable {
     this.#busy = true;
   }
 
-  /** Aborts a pending acquire (ClosedError), releases a held lease, closes the subscriber connection. Idempotent. */
+  /** An attempt that was granted after its caller gave up: release it at once. */
+  readonly #releaseLate = (a: Attempt): void => {
+    if (a.kind === 'acquired') this.#withdraw(a.lease.release());
+  };
+
+  /** Sends a withdrawal in the background; close() waits for it (within callTimeoutMs). A failure is the `error` event's (the store expires what it left). */
+  #withdraw(p: Promise<unknown>): void {
+    const bound = bounded(this.#redis, p, this.#callTimeoutMs, `redis lock '${this.name}': withdraw`).catch((e: unknown) => {
+      this.logger.warn({ err: e }, 'withdrawal did not reach the store; it expires there');
+      this.emit('error', e, undefined);
+    });
+    this.#withdrawals.add(bound);
+    void bound.finally(() => this.#withdrawals.delete(bound));
+  }
+
+  /**
+   * Aborts a pending acquire (ClosedError), releases a held lease, waits for the withdrawals still
+   * in flight (a place in the queue left by a wait that timed out or was aborted: a process that
+   * exits right after must not leave it for the waiters behind to sit out), closes the subscriber
+   * connection. Idempotent.
+   */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
     await this.#held?.release().catch(() => undefined);
+    await Promise.all(this.#withdrawals);
     await this.#listener.close();
   }
 
@@ -299,9 +331,4 @@ export class RedisLock implements AsyncDisposable {
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
   }
-}
-
-/** An attempt that was granted after its caller gave up: release it at once. */
-function releaseLate(a: Attempt): void {
-  if (a.kind === 'acquired') a.lease.release().catch(() => undefined);
 }

@@ -1,25 +1,24 @@
-import type { Redis } from 'ioredis';
 import type { RedisClient } from './client.js';
+import { SharedSubscriber, type Subscription } from './subscriber.js';
 
 /**
- * Hints for observers that a lock's holder may have changed: one subscriber connection on the
- * lock's grant and release channels. Observers still re-read on an interval, since a lease that
+ * Hints for observers that a lock's holder may have changed: a subscription to the lock's grant
+ * and release channels. Observers still re-read on an interval, since a lease that
  * simply expires announces nothing.
  */
 export class ChangeFeed {
-  readonly #sub: RedisClient;
+  readonly #sub: Subscription;
   readonly #ready: Promise<unknown>;
   #wake: (() => void) | undefined;
   #pending = false;
 
   constructor(redis: RedisClient, channels: string[]) {
-    this.#sub = (redis as Redis).duplicate();
-    this.#sub.on('error', () => undefined); // reconnects on its own; the interval covers the gap
-    this.#sub.on('message', () => {
+    // On the client's one shared subscriber connection (see subscriber.ts); the interval covers a gap.
+    this.#sub = SharedSubscriber.for(redis).subscribe(channels, () => {
       this.#pending = true;
       this.#wake?.();
     });
-    this.#ready = (this.#sub as Redis).subscribe(...channels).catch(() => undefined);
+    this.#ready = this.#sub.ready.catch(() => undefined);
   }
 
   /** Resolves at the next message (at once if one came since the last call), after `ms`, or on abort. */
@@ -45,6 +44,6 @@ export class ChangeFeed {
   }
 
   close(): void {
-    this.#sub.disconnect();
+    this.#sub.close();
   }
 }

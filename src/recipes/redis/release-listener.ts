@@ -1,10 +1,10 @@
-import type { Redis } from 'ioredis';
 import type { RedisClient } from './client.js';
+import { SharedSubscriber, type Subscription } from './subscriber.js';
 
 /**
  * Wakes waiting acquires when the holder releases. The release script publishes, on the name's
  * channel, the token of the waiter at the head of the queue (empty when nobody queues); this
- * listener (one subscriber connection per lock, opened on the first wait) wakes that waiter only,
+ * listener (on the client's one shared subscriber connection, subscribed on the first wait) wakes that waiter only,
  * or every waiter for an empty message. Polling with jitter stays as the fallback, so a message
  * lost in a reconnect, or addressed to a waiter that died, only costs the poll interval.
  */
@@ -14,7 +14,7 @@ export class ReleaseListener {
   readonly #grants: string;
   /** The holder of this lock object, told when a grant goes to another token. */
   #holder: { token: string; lost: () => void } | undefined;
-  #sub: Redis | undefined;
+  #sub: Subscription | undefined;
   #ready: Promise<void> | undefined;
   /** Pending waits: token → wake functions. */
   readonly #waiters = new Map<string, Set<() => void>>();
@@ -45,17 +45,16 @@ export class ReleaseListener {
   /** Subscribes (once). Await before trying to acquire, so no release is missed in between. */
   ready(): Promise<void> {
     if (!this.#ready) {
-      const sub = (this.#redis as Redis).duplicate();
-      this.#sub = sub;
-      sub.on('error', () => undefined); // reconnects on its own; polling covers the gap
-      sub.on('message', (channel: string, to: string) => {
+      // On the client's one shared subscriber connection (see subscriber.ts).
+      const sub = SharedSubscriber.for(this.#redis).subscribe([this.#channel, this.#grants], (channel, to) => {
         if (channel === this.#channel) this.#deliver(to);
         else if (channel === this.#grants && this.#holder && to !== this.#holder.token) this.#holder.lost();
       });
-      this.#ready = sub.subscribe(this.#channel, this.#grants).then(() => undefined);
+      this.#sub = sub;
+      this.#ready = sub.ready;
       this.#ready.catch(() => {
         this.#ready = undefined;
-        sub.disconnect();
+        sub.close();
       });
     }
     return this.#ready;
@@ -115,7 +114,6 @@ export class ReleaseListener {
     const sub = this.#sub;
     this.#sub = undefined;
     this.#ready = undefined;
-    // disconnect, not QUIT: a QUIT waits (in ioredis' offline queue) for a server that may be gone.
-    sub?.disconnect();
+    sub?.close();
   }
 }

@@ -113,10 +113,12 @@ if (head == nil or head == me) and redis.call('EXISTS', KEYS[1]) == 0 then
     redis.call('ZREM', KEYS[4], me)
     redis.call('ZREM', KEYS[5], me)
   end
-  if redis.call('EXISTS', KEYS[2]) == 0 then
-    redis.call('INCRBY', KEYS[2], string.format('%.0f', nowUs))
-  end
   local fence = redis.call('INCR', KEYS[2])
+  if fence == 1 then
+    -- The counter was missing: seed it with the clock (the epoch argument above), as if it had
+    -- held nowUs before this INCR.
+    fence = redis.call('INCRBY', KEYS[2], string.format('%.0f', nowUs))
+  end
   local value = me .. ':' .. string.format('%.0f', fence) .. ':' .. ARGV[6]
   redis.call('SET', KEYS[1], value, 'NX', 'PX', ARGV[2])
   redis.call('PUBLISH', ARGV[7], me)

@@ -1,5 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { ACL } from 'node-zookeeper-client';
+
+/** The client's ACL object, as a validated `acl` option holds it. */
+export type ClientAcl = ACL;
 import { zookeeper } from './peer.js';
 import { ConfigError, PermissionDeniedError } from '../../core/errors.js';
 import { requireString } from '../../core/validate.js';
@@ -13,8 +16,24 @@ import { isZkCode } from './ops.js';
  * holder's node (ZooKeeper checks CREATE and DELETE on the parent).
  */
 
-/** One ACL entry: permissions (`zookeeper.Permission` bits) for an identity `scheme:id`. */
-export type ZkAcl = ACL;
+/**
+ * One ACL entry: permissions (`zookeeper.Permission` bits) for an identity `scheme:id`. The
+ * client's own `ACL` objects (`zookeeper.ACL.OPEN_ACL_UNSAFE`, …) have this shape and fit.
+ */
+export interface ZkAcl {
+  /** `zookeeper.Permission` bits: READ 1, WRITE 2, CREATE 4, DELETE 8, ADMIN 16, ALL 31. */
+  readonly permission: number;
+  /** Who: `{ scheme: 'digest', id: 'user:<base64 sha1>' }`, `{ scheme: 'world', id: 'anyone' }`, … */
+  readonly id: {
+    /** The auth scheme: `digest`, `world`, `ip`, `auth`, … */
+    readonly scheme: string;
+    /** The identity within the scheme. */
+    readonly id: string;
+  };
+}
+
+/** All of ZooKeeper's permissions (`zookeeper.Permission.ALL`). */
+const ALL = 31;
 
 /** Credentials a session presents, e.g. `{ scheme: 'digest', auth: 'user:password' }`. */
 export interface ZkAuthInfo {
@@ -29,11 +48,13 @@ export interface ZkAuthInfo {
  * (default all). Give `digestAcl(user, password)` as the session's `acl` and
  * `{ scheme: 'digest', auth: 'user:password' }` as its `authInfo`.
  */
-export function digestAcl(user: string, password: string, perms: number = zookeeper.Permission.ALL): ZkAcl {
+export function digestAcl(user: string, password: string, perms: number = ALL): ZkAcl {
   requireString('user', user, { pattern: /^[^:]+$/, patternHint: "contain no ':'" });
   requireString('password', password);
   const hash = createHash('sha1').update(`${user}:${password}`).digest('base64');
-  return new zookeeper.ACL(perms, new zookeeper.Id('digest', `${user}:${hash}`));
+  if (!Number.isInteger(perms) || perms < 1 || perms > ALL) throw new ConfigError('perms', `must be zookeeper.Permission bits (1–31), got ${String(perms)}`);
+  // A plain entry, not the client's ACL: it is made before a session loads the client (ZkSession.create).
+  return { permission: perms, id: { scheme: 'digest', id: `${user}:${hash}` } };
 }
 
 /** Validates a session's `authInfo` option. */
@@ -46,13 +67,19 @@ export function validateAuthInfo(value: unknown): ZkAuthInfo[] {
   });
 }
 
-/** Validates a session's `acl` option. */
-export function validateAcl(value: unknown): ZkAcl[] | undefined {
+/** Validates an `acl` option (after the session loaded the client) and returns the client's ACL objects for it. */
+export function validateAcl(value: unknown): ClientAcl[] | undefined {
   if (value === undefined) return undefined;
-  if (!Array.isArray(value) || value.length === 0 || !value.every((a) => a instanceof zookeeper.ACL)) {
-    throw new ConfigError('acl', 'must be a non-empty list of ACL entries (see digestAcl)');
-  }
-  return value as ZkAcl[];
+  const entry = (a: unknown): ClientAcl | undefined => {
+    if (a instanceof zookeeper.ACL) return a;
+    const e = a as Partial<ZkAcl> | null;
+    const p = e?.permission;
+    if (typeof p !== 'number' || !Number.isInteger(p) || p < 1 || p > ALL || typeof e?.id?.scheme !== 'string' || e.id.scheme === '' || typeof e.id.id !== 'string') return undefined;
+    return new zookeeper.ACL(p, new zookeeper.Id(e.id.scheme, e.id.id));
+  };
+  const acls = Array.isArray(value) ? value.map(entry) : [];
+  if (acls.length === 0 || acls.some((a) => a === undefined)) throw new ConfigError('acl', 'must be a non-empty list of ACL entries (see digestAcl)');
+  return acls as ClientAcl[];
 }
 
 /** ZooKeeper's NO_AUTH ("not authenticated for this node") and AUTH_FAILED as a {@link PermissionDeniedError}; others as they are. */

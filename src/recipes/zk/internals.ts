@@ -1,12 +1,12 @@
 import { LeaseLostError } from '../../core/errors.js';
 import { LeaseController } from '../../core/lease.js';
 import { NodeGoneError, type LockDriver } from './drivers.js';
-import { createProtected, deleteOwnNode, retrying, statOf, waitForDeletion } from './nodes.js';
+import { awaitCleanup, CLEANUP_GRACE_MS, createProtected, deleteEventually, deleteOwnNode, reconnected, retrying, statOf, waitForDeletion } from './nodes.js';
 import { dropWatcher, zkExists, zkGetChildren } from './ops.js';
 import { zookeeper } from './peer.js';
 import { joinPath, longToBigInt, sortBySequence } from './paths.js';
 import type { ZkConn, ZkSession } from './session.js';
-import type { ZkAcl } from './acl.js';
+import type { ClientAcl } from './acl.js';
 
 /** A node that holds a lock: its path, its fence (czxid), its session and the epoch it was claimed in. */
 export interface HeldNode {
@@ -22,13 +22,20 @@ export interface HeldNode {
  * node the driver names and ask again when it goes. Before claiming, the node's ephemeralOwner
  * must be the current session (CURATOR-696). When the session ends while waiting, it re-queues on
  * the new one; when the caller's signal aborts, it deletes its node before rejecting.
+ *
+ * Every phase races the caller's signal — the create in flight, the listing, the predecessor
+ * watch, the wait for a reconnect — so a wait settles within its `timeoutMs`/`signal` even on a
+ * silent link (TCP open, nothing delivered). What it gave up on is cleaned up in the background:
+ * its node is deleted (awaited for CLEANUP_GRACE_MS at most), a create still in flight is swept
+ * when it lands (nodes.ts). A `tryOnly` call does not wait for the server either: a request left
+ * unanswered for the session's `callTimeoutMs` rejects with StoreUnavailableError.
  */
 export class LockInternals {
   constructor(
     readonly session: ZkSession,
     readonly base: string,
     /** The ACL of the nodes this recipe creates. @default the session's `acl` */
-    readonly acl: ZkAcl[] | undefined = session.acl,
+    readonly acl: ClientAcl[] | undefined = session.acl,
   ) {}
 
   /** Queues, waits and claims; with `tryOnly`, resolves undefined (node deleted) when it does not hold at once. */
@@ -38,23 +45,37 @@ export class LockInternals {
     const session = this.session;
     for (;;) {
       signal.throwIfAborted();
-      await session.whenConnected({ signal });
+      await reconnected(session, undefined, signal, tryOnly, 'a wait');
       const conn = session.conn();
       let path: string | undefined;
       try {
-        const created = await createProtected(session, conn, this.base, driver.lockName, data, signal, this.acl);
+        // The first listing rides right behind the create (one round trip to queue: see createProtected).
+        const created = await createProtected(session, conn, this.base, driver.lockName, data, signal, this.acl, tryOnly, true);
+        let listing = created.children;
         path = created.path;
         onQueued?.(path);
         // The fence is the create's own zxid (czxid). A node found again after a connection loss
         // has none: its Stat (czxid, ephemeralOwner) is read once, pipelined with the first
         // getChildren (ZooKeeper answers a session's requests in order: no extra round trip).
-        const ownStat = created.czxid === undefined ? statOf(session, conn, path, signal) : undefined;
+        const ownStat = created.czxid === undefined ? statOf(session, conn, path, signal, tryOnly) : undefined;
         ownStat?.catch(() => undefined);
         for (;;) {
-          const children = await retrying(session, conn, signal, () => zkGetChildren(conn.client, this.base));
+          const children = await retrying(
+            session,
+            conn,
+            signal,
+            () => {
+              const sent = listing;
+              listing = undefined;
+              return sent ?? zkGetChildren(conn.client, this.base);
+            },
+            tryOnly,
+          );
           const verdict = driver.checkChildren ? driver.checkChildren(children, path) : driver.check(sortBySequence(children, driver.queueNames), path);
           if (!verdict.holds && tryOnly) {
-            await deleteOwnNode(session, conn, path);
+            const removal = deleteEventually(session, conn, path);
+            path = undefined;
+            await awaitCleanup(session, removal, session.callTimeoutMs, signal);
             return undefined;
           }
           if (!verdict.holds) {
@@ -73,7 +94,7 @@ export class LockInternals {
           // The verdict holds only while our session is surely alive at the server: `connected`
           // checks the local deadline now (a listing read past it, after a pause, may be stale).
           if (!session.connected) {
-            await session.whenConnected({ signal: AbortSignal.any([signal, conn.signal]) });
+            await reconnected(session, conn, signal, tryOnly, 'a claim');
             continue;
           }
           session.logger.debug({ node: path }, 'holds');
@@ -81,11 +102,11 @@ export class LockInternals {
         }
       } catch (e) {
         if (path !== undefined) {
-          // Cancellation cleans up: delete the queued node before rejecting when connected; while
-          // disconnected, the delete goes out on reconnect (or the node dies with the session)
-          // and the caller is not held up.
-          const removal = deleteOwnNode(session, conn, path).catch((err: unknown) => session.logger.warn({ err, path }, 'could not delete an abandoned lock node'));
-          if (session.connected) await removal;
+          // Cancellation cleans up: delete the queued node before rejecting when the server answers
+          // at once; while disconnected or silent, the delete goes on in the background until done
+          // (or the node dies with the session) and the caller is not held up.
+          const removal = deleteEventually(session, conn, path);
+          await awaitCleanup(session, removal, session.connected ? CLEANUP_GRACE_MS : 0);
         }
         if (signal.aborted) throw signal.reason;
         if (e instanceof NodeGoneError || conn.signal.aborted) {
@@ -111,7 +132,14 @@ export class LockInternals {
       parent: held.epoch,
       deadline: () => session.deadline(),
       clock: session.clock,
-      release: () => deleteOwnNode(session, held.conn, held.path),
+      logger: session.logger,
+      // A release the store did not confirm rejects, and the delete goes on in the background:
+      // a node left behind would block the queue until the session dies.
+      release: () =>
+        deleteOwnNode(session, held.conn, held.path).catch((e: unknown) => {
+          void deleteEventually(session, held.conn, held.path);
+          throw e;
+        }),
     });
     // The holder watches its own node (sent without waiting for the reply: no round trip on the
     // acquire path), so a node deleted from outside ends the lease as its successor is woken by
@@ -131,6 +159,14 @@ export class LockInternals {
     if (ctl.lease.signal.aborted) queueMicrotask(onAbort);
     else ctl.lease.signal.addEventListener('abort', onAbort, { once: true });
     return ctl;
+  }
+
+  /**
+   * Gives back a lease won just as its caller gave up: released at once, awaited for
+   * CLEANUP_GRACE_MS at most (a silent link must not hold up the caller's rejection).
+   */
+  giveBack(ctl: LeaseController): Promise<void> {
+    return awaitCleanup(this.session, ctl.release(), CLEANUP_GRACE_MS);
   }
 
 }

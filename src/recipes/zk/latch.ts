@@ -1,10 +1,10 @@
-import { EventEmitter } from 'eventemitter3';
+import { LeaseEmitter } from '../../core/lease-events.js';
 import { validateAcl, type ZkAcl } from './acl.js';
 import { waitScope } from '../../core/abort.js';
 import type { Candidate, LeaderInfo } from '../../core/candidate.js';
 import { BusyError, type LeaseLostError } from '../../core/errors.js';
 import type { Lease, LeaseController } from '../../core/lease.js';
-import type { WaitOptions } from '../../core/options.js';
+import { SIGNAL_KEYS, WAIT_KEYS, type WaitOptions } from '../../core/options.js';
 import { optionalEnum, optionalId, optionalSignal, requireOptions } from '../../core/validate.js';
 import { StandardLockDriver } from './drivers.js';
 import { CloseGuard, requireSession } from './guard.js';
@@ -13,7 +13,7 @@ import { observeLeader, readLeader, readParticipants, type Participant } from '.
 import { validatePath } from './paths.js';
 import type { ZkSession } from './session.js';
 
-/** Whether `close()` fires `notLeader` when it ends a term. */
+/** Whether `close()` fires `released` when it ends a term (Curator's CloseMode). */
 export type CloseMode = 'silent' | 'notifyLeader';
 
 /** Options of a {@link LeaderLatch}. */
@@ -26,16 +26,6 @@ export interface LeaderLatchOptions {
   acl?: ZkAcl[];
 }
 
-/** The typed events of a {@link LeaderLatch}. */
-export interface LeaderLatchEvents {
-  /**
-   * Leadership gained (an edge; fires once per term). By the time a handler runs, leadership may
-   * already be lost again: check `term.signal`.
-   */
-  isLeader: (term: Lease) => void;
-  /** Leadership ended (an edge; fires once per term). */
-  notLeader: (reason: LeaseLostError | undefined) => void;
-}
 
 const driver = new StandardLockDriver('latch-');
 
@@ -46,7 +36,7 @@ const driver = new StandardLockDriver('latch-');
  * any loss the next `campaign()` queues again (on the session's new ZooKeeper session after
  * LOST).
  */
-export class LeaderLatch extends EventEmitter<LeaderLatchEvents> implements Candidate {
+export class LeaderLatch extends LeaseEmitter implements Candidate {
   /** The latch path. */
   readonly path: string;
   readonly id: string;
@@ -63,7 +53,7 @@ export class LeaderLatch extends EventEmitter<LeaderLatchEvents> implements Cand
     super();
     this.#session = requireSession(session);
     this.path = validatePath('path', path);
-    const o = requireOptions('options', options);
+    const o = requireOptions('options', options, { id: true, closeMode: true, acl: true });
     this.id = optionalId(o.id);
     this.#closeMode = optionalEnum('closeMode', o.closeMode, ['silent', 'notifyLeader'] as const, 'silent');
     this.#internals = new LockInternals(this.#session, this.path, validateAcl(o.acl) ?? this.#session.acl);
@@ -95,7 +85,7 @@ export class LeaderLatch extends EventEmitter<LeaderLatchEvents> implements Cand
    * resolves with the live term. An aborted or timed-out campaign deletes its node first.
    */
   async campaign(options?: WaitOptions): Promise<Lease> {
-    const o = requireOptions('options', options);
+    const o = requireOptions('options', options, WAIT_KEYS);
     optionalSignal('signal', o.signal);
     this.#guard.throwIfClosed();
     const live = this.term;
@@ -107,13 +97,12 @@ export class LeaderLatch extends EventEmitter<LeaderLatchEvents> implements Cand
       const held = await this.#internals.acquire(driver, scope.signal, Buffer.from(this.id), (p) => (this.#ourPath = p));
       const term = this.#internals.lease(this.path, held, () => this.#ended(term));
       if (scope.signal.aborted) {
-        await term.release().catch(() => undefined); // won just as the caller gave up
+        await this.#internals.giveBack(term); // won just as the caller gave up
         throw scope.signal.reason;
       }
       this.#term = term;
       this.#session.logger.debug({ path: held.path }, 'latch: term begins');
-      if (!term.ended) this.emit('isLeader', term.lease);
-      return term.lease;
+      return this.announce(term.lease, () => this.#guard.closed && this.#silentClose);
     } catch (e) {
       this.#ourPath = undefined;
       throw e;
@@ -129,7 +118,6 @@ export class LeaderLatch extends EventEmitter<LeaderLatchEvents> implements Cand
     this.#ourPath = undefined;
     const reason = term.lease.signal.reason as LeaseLostError;
     this.#session.logger.debug({ reason: reason?.reason }, 'latch: term ends');
-    if (!(this.#guard.closed && this.#silentClose)) this.emit('notLeader', reason);
   }
 
   /** Ends the current term, if any (its node is deleted); the latch stays usable. */
@@ -151,13 +139,13 @@ export class LeaderLatch extends EventEmitter<LeaderLatchEvents> implements Cand
 
   /** Leader changes: the current leader first (undefined when nobody is queued), then every change. */
   observe(options?: { signal?: AbortSignal }): AsyncGenerator<LeaderInfo | undefined, void, undefined> {
-    const o = requireOptions('options', options);
+    const o = requireOptions('options', options, SIGNAL_KEYS);
     const signal = optionalSignal('signal', o.signal) ?? new AbortController().signal;
     return observeLeader(this.#session, this.path, driver.queueNames, signal);
   }
 
   async #read<T>(options: WaitOptions | undefined, read: (signal: AbortSignal) => Promise<T>): Promise<T> {
-    const o = requireOptions('options', options);
+    const o = requireOptions('options', options, WAIT_KEYS);
     const scope = waitScope(`${this.#guard.what}: read`, { signal: this.#guard.join(optionalSignal('signal', o.signal)), timeoutMs: o.timeoutMs });
     try {
       return await read(scope.signal);

@@ -18,17 +18,21 @@ export interface Participant {
   readonly isLeader: boolean;
 }
 
-/** Every participant queued under `base`, first (the holder) first. */
+/**
+ * Every participant queued under `base`, first (the holder) first. Here and in readLeader, reads
+ * are one-shot calls: a request the server leaves unanswered for `callTimeoutMs` rejects with a
+ * StoreUnavailableError rather than waiting for a reconnect.
+ */
 export async function readParticipants(session: ZkSession, base: string, queueNames: readonly string[], signal?: AbortSignal): Promise<Participant[]> {
   const conn = session.conn();
-  const children = await retrying(session, conn, signal, () => zkGetChildren(conn.client, base)).catch((e: unknown) => {
+  const children = await retrying(session, conn, signal, () => zkGetChildren(conn.client, base), true).catch((e: unknown) => {
     if (isNoNode(e)) return [] as string[];
     throw e;
   });
   const out: Participant[] = [];
   for (const name of sortBySequence(children, queueNames)) {
     const path = joinPath(base, name);
-    const node = await retrying(session, conn, signal, () => zkGetData(conn.client, path));
+    const node = await retrying(session, conn, signal, () => zkGetData(conn.client, path), true);
     if (node) out.push({ id: node.data.toString('utf8'), path, fence: longToBigInt(node.stat.czxid), isLeader: out.length === 0 });
   }
   return out;
@@ -38,13 +42,13 @@ export async function readParticipants(session: ZkSession, base: string, queueNa
 export async function readLeader(session: ZkSession, base: string, queueNames: readonly string[], signal?: AbortSignal): Promise<LeaderInfo | undefined> {
   const conn = session.conn();
   for (;;) {
-    const children = await retrying(session, conn, signal, () => zkGetChildren(conn.client, base)).catch((e: unknown) => {
+    const children = await retrying(session, conn, signal, () => zkGetChildren(conn.client, base), true).catch((e: unknown) => {
       if (isNoNode(e)) return [] as string[];
       throw e;
     });
     const head = sortBySequence(children, queueNames)[0];
     if (head === undefined) return undefined;
-    const node = await retrying(session, conn, signal, () => zkGetData(conn.client, joinPath(base, head)));
+    const node = await retrying(session, conn, signal, () => zkGetData(conn.client, joinPath(base, head)), true);
     if (node) return { id: node.data.toString('utf8'), fence: longToBigInt(node.stat.czxid) };
     // The head went between the two reads: look again.
   }

@@ -1,9 +1,10 @@
+import { LeaseEmitter } from '../../core/lease-events.js';
 import { waitScope } from '../../core/abort.js';
-import { validateAcl, type ZkAcl } from './acl.js';
+import { validateAcl, type ClientAcl, type ZkAcl } from './acl.js';
 import type { LeaderInfo } from '../../core/candidate.js';
 import { BusyError } from '../../core/errors.js';
 import type { Lease, LeaseController } from '../../core/lease.js';
-import type { WaitOptions } from '../../core/options.js';
+import { WAIT_KEYS, type WaitOptions } from '../../core/options.js';
 import { optionalId, optionalSignal, requireOptions } from '../../core/validate.js';
 import { StandardLockDriver, type LockDriver } from './drivers.js';
 import { CloseGuard, requireSession } from './guard.js';
@@ -26,7 +27,7 @@ export interface InterProcessMutexOptions {
  * BusyError (Node has no threads to own a lock, so there is no re-entrancy: two tasks that must
  * exclude each other use two objects).
  */
-export class InterProcessLock implements AsyncDisposable {
+export class InterProcessLock extends LeaseEmitter implements AsyncDisposable {
   /** The lock's path (its queue's parent node). */
   readonly path: string;
   /** This participant's id (its node's data). */
@@ -40,7 +41,8 @@ export class InterProcessLock implements AsyncDisposable {
   #ourPath: string | undefined;
 
   /** @internal */
-  constructor(session: ZkSession, path: string, driver: () => LockDriver, what: string, id: string, acl?: ZkAcl[]) {
+  constructor(session: ZkSession, path: string, driver: () => LockDriver, what: string, id: string, acl?: ClientAcl[]) {
+    super();
     this.#session = requireSession(session);
     this.path = validatePath('path', path);
     this.id = id;
@@ -57,13 +59,17 @@ export class InterProcessLock implements AsyncDisposable {
     return (await this.#take(options, false))!;
   }
 
-  /** Takes the lock only if this object's node is first at once; resolves undefined otherwise (its node deleted). */
+  /**
+   * Takes the lock only if this object's node is first at once; resolves undefined otherwise (its
+   * node deleted). Never waits on a silent server: past the session's `callTimeoutMs` without a
+   * reply it rejects with StoreUnavailableError.
+   */
   tryAcquire(options?: WaitOptions): Promise<Lease | undefined> {
     return this.#take(options, true);
   }
 
   async #take(options: WaitOptions | undefined, tryOnly: boolean): Promise<Lease | undefined> {
-    const o = requireOptions('options', options);
+    const o = requireOptions('options', options, WAIT_KEYS);
     optionalSignal('signal', o.signal);
     this.#guard.throwIfClosed();
     if (this.#busy || this.lease) throw new BusyError(`${this.#guard.what}: this lock object already waits or holds (one object is one participant)`);
@@ -84,10 +90,10 @@ export class InterProcessLock implements AsyncDisposable {
       });
       this.#held = ctl;
       if (scope.signal.aborted) {
-        await ctl.release().catch(() => undefined); // won just as the caller gave up
+        await this.#internals.giveBack(ctl); // won just as the caller gave up
         throw scope.signal.reason;
       }
-      return ctl.lease;
+      return this.announce(ctl.lease);
     } catch (e) {
       this.#ourPath = undefined;
       throw e;
@@ -110,7 +116,7 @@ export class InterProcessLock implements AsyncDisposable {
   /** Who holds the lock (id and fence), or undefined when nobody does. */
   async holder(options?: WaitOptions): Promise<LeaderInfo | undefined> {
     this.#guard.throwIfClosed();
-    const scope = waitScope(`${this.#guard.what}: holder`, { signal: this.#guard.join(optionalSignal('signal', requireOptions('options', options).signal)), timeoutMs: options?.timeoutMs });
+    const scope = waitScope(`${this.#guard.what}: holder`, { signal: this.#guard.join(optionalSignal('signal', requireOptions('options', options, WAIT_KEYS).signal)), timeoutMs: options?.timeoutMs });
     try {
       return await readLeader(this.#session, this.path, this.#driver().queueNames, scope.signal);
     } finally {
@@ -144,7 +150,7 @@ export class InterProcessLock implements AsyncDisposable {
 export class InterProcessMutex extends InterProcessLock {
   constructor(session: ZkSession, path: string, options?: InterProcessMutexOptions) {
     const driver = new StandardLockDriver();
-    const o = requireOptions('options', options);
+    const o = requireOptions('options', options, { id: true, acl: true });
     super(session, path, () => driver, 'mutex', optionalId(o.id), validateAcl(o.acl));
   }
 }

@@ -1,16 +1,27 @@
 import type { Stat } from 'node-zookeeper-client';
+import { onAbort } from '../../core/abort.js';
+import { inWindow } from '../../core/window.js';
 import { zookeeper } from './peer.js';
-import { SessionExpiredError } from '../../core/errors.js';
+import { AcquireTimeoutError, SessionExpiredError, StoreUnavailableError } from '../../core/errors.js';
 import { isConnectionLoss, isNoNode, dropWatcher, zkCreateEphemeralSequential, zkExists, zkGetChildren, zkMkdirp, zkRemove } from './ops.js';
 import { joinPath, protectedPrefix } from './paths.js';
-import { mapZkError, type ZkAcl } from './acl.js';
+import { mapZkError, type ClientAcl } from './acl.js';
 import type { ZkConn, ZkSession } from './session.js';
 
 /**
  * Node operations shared by every recipe, each bound to one ZooKeeper session (`conn`): calls
  * retried across connection loss while that session lives, protected creation, waiting for one
- * node to go, owner-checked deletion.
+ * node to go, owner-checked deletion. Every request is awaited against the caller's signal, the
+ * session's end and the session's `callTimeoutMs`; what a caller gives up on is cleaned up in the
+ * background (a create that lands later is found by its GUID and deleted).
  */
+
+/**
+ * How long a wait that ends without the lock (aborted, timed out, failed) still waits for the
+ * delete of its own node before it rejects. Loopback answers in about a millisecond; on a silent
+ * link the delete goes on in the background and the caller is not held past its bound.
+ */
+export const CLEANUP_GRACE_MS = 100;
 
 /**
  * Settles like `promise`, or rejects with the reason of whichever signal aborts first. Listeners
@@ -24,14 +35,15 @@ export function raceSignals<T>(promise: Promise<T>, a: AbortSignal | undefined, 
   }
   return new Promise<T>((resolve, reject) => {
     const onA = (): void => done(() => reject(a?.reason));
-    const onB = (): void => done(() => reject(b.reason));
     const done = (f: () => void): void => {
       a?.removeEventListener('abort', onA);
-      b.removeEventListener('abort', onB);
+      offB();
       f();
     };
     a?.addEventListener('abort', onA, { once: true });
-    b.addEventListener('abort', onB, { once: true });
+    // `b` is the session's, shared by every request in flight (10,000 latches: 10,000 listeners,
+    // each add and remove linear in them on an EventTarget): through onAbort, constant time.
+    const offB = onAbort(b, () => done(() => reject(b.reason)));
     promise.then(
       (v) => done(() => resolve(v)),
       (e) => done(() => reject(e)),
@@ -39,17 +51,64 @@ export function raceSignals<T>(promise: Promise<T>, a: AbortSignal | undefined, 
   });
 }
 
-/** Runs `op` on `conn`'s client, retrying after a connection loss once reconnected to the same session. */
-export async function retrying<T>(session: ZkSession, conn: ZkConn, signal: AbortSignal | undefined, op: () => Promise<T>): Promise<T> {
+/**
+ * Awaits one request sent on `conn`: settles like `request`, or rejects with the reason of
+ * `signal` or of the session's end. A request unanswered for the session's `callTimeoutMs` makes
+ * the session drop the silent link (see `Liveness.watchRequest`), so it fails with a connection
+ * loss like everything else in flight on it and the caller's retry takes over; with `failFast`
+ * (a call that must not wait: tryAcquire, reads) it rejects at once with a StoreUnavailableError.
+ */
+export function awaitReply<T>(session: ZkSession, conn: ZkConn, signal: AbortSignal | undefined, request: Promise<T>, failFast = false): Promise<T> {
+  let timedOut: ((e: Error) => void) | undefined;
+  const silent = (): StoreUnavailableError => new StoreUnavailableError('zookeeper', session.connectionString, `no reply within callTimeoutMs (${session.callTimeoutMs} ms): the link is silent`);
+  const sentAt = session.clock.now();
+  // A fail-fast request lost with a link that another request's bound found silent fails as
+  // silent at once: waiting for that link to heal is the wait it must not do.
+  const bounded = failFast
+    ? new Promise<T>((resolve, reject) => {
+        timedOut = reject;
+        request.then(resolve, (e: unknown) => reject(isConnectionLoss(e) && session.droppedSilentSince(sentAt) ? silent() : e));
+      })
+    : request;
+  const disarm = session.armCallTimeout(failFast, () => timedOut?.(silent()));
+  const reply = raceSignals(bounded, signal, conn.signal);
+  reply.then(disarm, disarm);
+  return reply;
+}
+
+/**
+ * Waits until connected — after a connection loss, to `conn`'s ZooKeeper session again (rejects
+ * if it changed). A `failFast` call waits `callTimeoutMs` at most, then rejects with
+ * StoreUnavailableError — another request's bound may have dropped the silent link under it, and
+ * a call that must not wait must not wait for the link to heal either.
+ */
+export async function reconnected(session: ZkSession, conn: ZkConn | undefined, signal: AbortSignal | undefined, failFast: boolean, during: string): Promise<void> {
+  const joined = conn ? (signal ? AbortSignal.any([signal, conn.signal]) : conn.signal) : signal;
+  try {
+    await session.whenConnected(failFast ? { signal: joined, timeoutMs: session.callTimeoutMs } : { signal: joined });
+  } catch (e) {
+    if (failFast && e instanceof AcquireTimeoutError) {
+      throw new StoreUnavailableError('zookeeper', session.connectionString, `not connected again within callTimeoutMs (${session.callTimeoutMs} ms)`, { cause: e });
+    }
+    throw e;
+  }
+  if (conn && session.conn() !== conn) throw new SessionExpiredError(`zk session changed during ${during}`);
+}
+
+/**
+ * Runs `op` on `conn`'s client, retrying after a connection loss once reconnected to the same
+ * session; with `failFast`, a request the server leaves unanswered for `callTimeoutMs` rejects
+ * (StoreUnavailableError) instead of waiting for the reconnect.
+ */
+export async function retrying<T>(session: ZkSession, conn: ZkConn, signal: AbortSignal | undefined, op: () => Promise<T>, failFast = false): Promise<T> {
   for (;;) {
     signal?.throwIfAborted();
     if (conn.signal.aborted) throw conn.signal.reason;
     try {
-      return await raceSignals(op(), signal, conn.signal);
+      return await awaitReply(session, conn, signal, op(), failFast);
     } catch (e) {
       if (!isConnectionLoss(e)) throw mapZkError(e);
-      await session.whenConnected({ signal: signal ? AbortSignal.any([signal, conn.signal]) : conn.signal });
-      if (session.conn() !== conn) throw new SessionExpiredError('zk session changed during a call');
+      await reconnected(session, conn, signal, failFast, 'a call');
     }
   }
 }
@@ -59,45 +118,177 @@ export async function retrying<T>(session: ZkSession, conn: ZkConn, signal: Abor
  * `base` if needed. After a connection loss mid-create it looks for its own GUID among `base`'s
  * children before trying again, so a create that reached the server is found, not leaked.
  * Resolves with the full path and, when this attempt's create answered, the node's czxid (a node
- * found again after a connection loss has none: read its Stat).
+ * found again after a connection loss has none: read its Stat). With `list`, `base`'s listing is
+ * requested right behind the create, without waiting for its reply: ZooKeeper answers a session's
+ * requests in order, so that listing already holds the new node and queueing is one round trip
+ * (`children`, present when the create answered; it may still fail like any request).
+ *
+ * Every phase races `signal` (the create in flight too). A create abandoned with its outcome
+ * unknown — still in flight, or lost with the connection — may still land: a reply can come after
+ * the caller gave up, and a request held on a silent link reaches the server when it heals. Its
+ * node is swept in the background (see sweepProtected), so it never sits in the queue blocking
+ * the participants behind it until the session dies.
  */
-export async function createProtected(
+export function createProtected(
   session: ZkSession,
   conn: ZkConn,
   base: string,
   lockName: string,
   data: Buffer,
   signal: AbortSignal | undefined,
-  acl: ZkAcl[] | undefined = session.acl,
-): Promise<{ path: string; czxid?: bigint }> {
+  acl: ClientAcl[] | undefined = session.acl,
+  failFast = false,
+  list = false,
+): Promise<Created> {
+  // (within the session's window of joins in flight: see core/window.ts)
+  return inWindow(session, signal, () => createProtectedNow(session, conn, base, lockName, data, signal, acl, failFast, list));
+}
+
+/** What a protected create made: see createProtected. */
+export interface Created {
+  path: string;
+  czxid?: bigint;
+  children?: Promise<string[]>;
+}
+
+async function createProtectedNow(
+  session: ZkSession,
+  conn: ZkConn,
+  base: string,
+  lockName: string,
+  data: Buffer,
+  signal: AbortSignal | undefined,
+  acl: ClientAcl[] | undefined,
+  failFast: boolean,
+  list: boolean,
+): Promise<Created> {
   const prefix = protectedPrefix();
   let maybeCreated = false;
-  for (;;) {
-    signal?.throwIfAborted();
-    if (conn.signal.aborted) throw conn.signal.reason;
-    if (maybeCreated) {
-      const children = await retrying(session, conn, signal, () => zkGetChildren(conn.client, base));
+  let inFlight: Promise<{ path: string }> | undefined;
+  try {
+    for (;;) {
+      signal?.throwIfAborted();
+      if (conn.signal.aborted) throw conn.signal.reason;
+      if (maybeCreated) {
+        const children = await retrying(session, conn, signal, () => zkGetChildren(conn.client, base), failFast);
+        const found = children.find((c) => c.startsWith(prefix));
+        if (found) {
+          session.logger.debug({ node: found }, 'protected creation found its node after a connection loss');
+          maybeCreated = false;
+          return { path: joinPath(base, found) };
+        }
+        // Listed on the reconnected session and not there: the lost create never ran and now
+        // never will (the server closed the old connection when the session moved).
+        maybeCreated = false;
+      }
+      const create = zkCreateEphemeralSequential(conn.client, joinPath(base, prefix + lockName), data, acl);
+      const children = list ? zkGetChildren(conn.client, base) : undefined;
+      children?.catch(() => undefined); // (awaited by the caller, or dropped with a failed create)
+      inFlight = create;
+      try {
+        const created = await awaitReply(session, conn, signal, create, failFast);
+        inFlight = undefined;
+        return children ? { ...created, children } : created;
+      } catch (e) {
+        if (isNoNode(e)) {
+          inFlight = undefined;
+          await retrying(session, conn, signal, () => zkMkdirp(conn.client, base, acl), failFast);
+        } else if (isConnectionLoss(e)) {
+          inFlight = undefined;
+          maybeCreated = true;
+          await reconnected(session, conn, signal, failFast, 'a create');
+        } else {
+          throw mapZkError(e, base);
+        }
+      }
+    }
+  } catch (e) {
+    if (inFlight || maybeCreated) sweepProtected(session, conn, base, prefix, inFlight);
+    throw e;
+  }
+}
+
+/**
+ * Cleans up after a protected create given up on with its outcome unknown, in the background:
+ * when the create still in flight answers, its node is deleted; after a connection loss, the node
+ * is looked for by its GUID once the same session is connected again, and deleted. Ends when done
+ * or when the ZooKeeper session ends (its ephemeral nodes go with it). Never rejects.
+ */
+function sweepProtected(session: ZkSession, conn: ZkConn, base: string, prefix: string, inFlight: Promise<{ path: string }> | undefined): void {
+  const sweep = async (): Promise<void> => {
+    if (inFlight) {
+      const outcome = await inFlight.then(
+        (created) => created.path,
+        (e: unknown) => (isConnectionLoss(e) ? undefined : null),
+      );
+      if (outcome === null) return; // refused by the server: no node
+      if (outcome !== undefined) {
+        session.logger.debug({ node: outcome }, 'an abandoned create landed: deleting its node');
+        return deleteEventually(session, conn, outcome);
+      }
+    }
+    await untilDone(session, conn, async () => {
+      const children = await retrying(session, conn, undefined, () => zkGetChildren(conn.client, base));
       const found = children.find((c) => c.startsWith(prefix));
       if (found) {
-        session.logger.debug({ node: found }, 'protected creation found its node after a connection loss');
-        return { path: joinPath(base, found) };
+        session.logger.debug({ node: found }, 'an abandoned create landed before a connection loss: deleting its node');
+        await deleteOwnNode(session, conn, joinPath(base, found));
       }
-    }
+    });
+  };
+  sweep().catch((err: unknown) => session.logger.warn({ err, base }, 'could not sweep an abandoned lock node'));
+}
+
+/**
+ * Runs `step` once `conn`'s session is connected, again after each transport failure, until it
+ * succeeds or the ZooKeeper session ends (or the session is closed). Other errors reject.
+ */
+async function untilDone(session: ZkSession, conn: ZkConn, step: () => Promise<void>): Promise<void> {
+  for (;;) {
+    if (conn.signal.aborted || session.closed) return;
     try {
-      return await zkCreateEphemeralSequential(conn.client, joinPath(base, prefix + lockName), data, acl);
+      await session.whenConnected({ signal: conn.signal });
+      if (session.conn() !== conn) return;
+      return await step();
     } catch (e) {
-      if (isNoNode(e)) {
-        await retrying(session, conn, signal, () => zkMkdirp(conn.client, base, acl));
-        maybeCreated = false;
-      } else if (isConnectionLoss(e)) {
-        maybeCreated = true;
-        await session.whenConnected({ signal: signal ? AbortSignal.any([signal, conn.signal]) : conn.signal });
-        if (session.conn() !== conn) throw new SessionExpiredError('zk session changed during a create');
-      } else {
-        throw mapZkError(e, base);
-      }
+      if (conn.signal.aborted || session.closed || isNoNode(e)) return;
+      if (!(e instanceof StoreUnavailableError)) throw e;
+      session.logger.debug({ err: e }, 'zk cleanup: store unavailable; retrying');
     }
   }
+}
+
+/**
+ * Deletes our node for sure: retried across connection loss and outages until it is gone or its
+ * session ends (then it is gone too). Never rejects; what cannot be deleted is logged.
+ */
+export function deleteEventually(session: ZkSession, conn: ZkConn, path: string): Promise<void> {
+  return untilDone(session, conn, () => deleteOwnNode(session, conn, path)).catch((err: unknown) => session.logger.warn({ err, path }, 'could not delete an abandoned lock node'));
+}
+
+/**
+ * Waits for a cleanup (a delete that goes on by itself) for at most `maxMs`, and at most
+ * CLEANUP_GRACE_MS once `signal` has aborted: a wait settles within its own bound, not a silent
+ * link's, and the cleanup goes on in the background. Never rejects; a failure is logged.
+ */
+export function awaitCleanup(session: ZkSession, cleanup: Promise<unknown>, maxMs: number, signal?: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve) => {
+    let grace: NodeJS.Timeout | undefined;
+    const done = (): void => {
+      clearTimeout(bound);
+      clearTimeout(grace);
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    };
+    const onAbort = (): void => void (grace ??= setTimeout(done, CLEANUP_GRACE_MS));
+    const bound = setTimeout(done, maxMs);
+    if (signal?.aborted) onAbort();
+    else signal?.addEventListener('abort', onAbort, { once: true });
+    cleanup.then(done, (err: unknown) => {
+      session.logger.warn({ err }, 'zk cleanup failed');
+      done();
+    });
+  });
 }
 
 /**
@@ -134,8 +325,8 @@ export async function waitForDeletion(session: ZkSession, conn: ZkConn, path: st
 }
 
 /** The node's Stat on `conn`'s session, or null when it is gone. */
-export function statOf(session: ZkSession, conn: ZkConn, path: string, signal?: AbortSignal): Promise<Stat | null> {
-  return retrying(session, conn, signal, () => zkExists(conn.client, path));
+export function statOf(session: ZkSession, conn: ZkConn, path: string, signal?: AbortSignal, failFast = false): Promise<Stat | null> {
+  return retrying(session, conn, signal, () => zkExists(conn.client, path), failFast);
 }
 
 /**

@@ -7,18 +7,16 @@ import { zookeeper, zookeeperProtocol } from './peer.js';
  * (a create is not idempotent; see protected creation in nodes.ts).
  */
 
-const { Exception, CreateMode } = zookeeper;
-
-/** True when `e` is the client's exception with `code` (e.g. `Exception.NO_NODE`). */
+/** True when `e` is the client's exception with `code` (e.g. `zookeeper.Exception.NO_NODE`). */
 export function isZkCode(e: unknown, code: number): boolean {
   return typeof e === 'object' && e !== null && typeof (e as { getCode?: unknown }).getCode === 'function' && (e as { getCode(): number }).getCode() === code;
 }
 
 /** The connection dropped mid-call: the outcome is unknown, the session may be alive. */
-export const isConnectionLoss = (e: unknown): boolean => isZkCode(e, Exception.CONNECTION_LOSS) || isZkCode(e, Exception.OPERATION_TIMEOUT);
-export const isNoNode = (e: unknown): boolean => isZkCode(e, Exception.NO_NODE);
-export const isNodeExists = (e: unknown): boolean => isZkCode(e, Exception.NODE_EXISTS);
-export const isSessionExpired = (e: unknown): boolean => isZkCode(e, Exception.SESSION_EXPIRED);
+export const isConnectionLoss = (e: unknown): boolean => isZkCode(e, zookeeper.Exception.CONNECTION_LOSS) || isZkCode(e, zookeeper.Exception.OPERATION_TIMEOUT);
+export const isNoNode = (e: unknown): boolean => isZkCode(e, zookeeper.Exception.NO_NODE);
+export const isNodeExists = (e: unknown): boolean => isZkCode(e, zookeeper.Exception.NODE_EXISTS);
+export const isSessionExpired = (e: unknown): boolean => isZkCode(e, zookeeper.Exception.SESSION_EXPIRED);
 
 type Watcher = (event: unknown) => void;
 
@@ -32,8 +30,6 @@ interface Jute {
   Request: new (header: unknown, payload: unknown) => unknown;
 }
 type Queue = (request: unknown, cb: (e: Error | null, response: { header: { zxid: Buffer }; payload: { path: string } | null }) => void) => void;
-const jute = zookeeperProtocol as Jute;
-const openAcl = (zookeeper.ACL as unknown as { OPEN_ACL_UNSAFE: Acls }).OPEN_ACL_UNSAFE;
 
 /**
  * Creates an ephemeral sequential node; resolves with its path and its czxid. The reply to a
@@ -45,6 +41,8 @@ const openAcl = (zookeeper.ACL as unknown as { OPEN_ACL_UNSAFE: Acls }).OPEN_ACL
  * `create()` does).
  */
 export function zkCreateEphemeralSequential(client: Client, path: string, data: Buffer, acls?: Acls): Promise<{ path: string; czxid: bigint }> {
+  const jute = zookeeperProtocol as Jute;
+  const openAcl = (zookeeper.ACL as unknown as { OPEN_ACL_UNSAFE: Acls }).OPEN_ACL_UNSAFE;
   const header = new jute.protocol.RequestHeader();
   header.type = jute.OP_CODES.CREATE;
   const payload = new jute.protocol.CreateRequest();
@@ -62,7 +60,7 @@ export function zkCreateEphemeralSequential(client: Client, path: string, data: 
 export function zkMkdirp(client: Client, path: string, acls?: Acls): Promise<void> {
   return new Promise((resolve, reject) => {
     const cb = (e: unknown): void => (e && !isNodeExists(e) ? reject(e) : resolve());
-    if (acls) client.mkdirp(path, Buffer.alloc(0), acls, CreateMode.PERSISTENT, cb);
+    if (acls) client.mkdirp(path, Buffer.alloc(0), acls, zookeeper.CreateMode.PERSISTENT, cb);
     else client.mkdirp(path, cb);
   });
 }
@@ -112,9 +110,15 @@ export function dropWatcher(client: Client, path: string, watcher: Watcher): voi
   for (const kind of ['dataWatchers', 'existenceWatchers', 'childWatchers']) wm[kind]?.[path]?.removeListener?.('notification', watcher);
 }
 
-/** Forces the client's socket closed so it reconnects (used when the server stops answering). */
-export function dropSocket(client: Client): void {
-  (client as unknown as { connectionManager?: { socket?: { destroy?: () => void } } }).connectionManager?.socket?.destroy?.();
+/**
+ * Forces the client's socket closed so it reconnects (used when the server stops answering).
+ * False when there was no open socket to close (none yet, or already being closed).
+ */
+export function dropSocket(client: Client): boolean {
+  const socket = (client as unknown as { connectionManager?: { socket?: { destroyed?: boolean; destroy?: () => void } } }).connectionManager?.socket;
+  if (!socket?.destroy || socket.destroyed) return false;
+  socket.destroy();
+  return true;
 }
 
 /**

@@ -3,6 +3,7 @@ import { requireSession } from './guard.js';
 import { InterProcessLock, type InterProcessMutexOptions } from './mutex.js';
 import { optionalId, requireOptions } from '../../core/validate.js';
 import { validatePath } from './paths.js';
+import { validateAcl } from './acl.js';
 import type { ZkSession } from './session.js';
 
 /**
@@ -23,13 +24,15 @@ export class InterProcessReadWriteLock implements AsyncDisposable {
 
   constructor(session: ZkSession, path: string, options?: InterProcessMutexOptions) {
     requireSession(session);
-    const id = optionalId(requireOptions('options', options).id);
+    const o = requireOptions('options', options, { id: true, acl: true });
+    const id = optionalId(o.id);
+    const acl = validateAcl(o.acl);
     this.path = validatePath('path', path);
     const writer = new WriteLockDriver();
     const reader = new ReadLockDriver(READ_NAME);
     const downgraded = new ReadLockDriver(DOWNGRADE_NAME);
-    this.#write = new InterProcessLock(session, this.path, () => writer, 'write lock', id);
-    this.#read = new InterProcessLock(session, this.path, () => (this.#write.lease ? downgraded : reader), 'read lock', id);
+    this.#write = new InterProcessLock(session, this.path, () => writer, 'write lock', id, acl);
+    this.#read = new InterProcessLock(session, this.path, () => (this.#write.lease ? downgraded : reader), 'read lock', id, acl);
   }
 
   /** The shared (read) side. */

@@ -1,3 +1,4 @@
+import { LeaseEmitter } from '../../core/lease-events.js';
 import { waitScope } from '../../core/abort.js';
 import type { Lease } from '../../core/lease.js';
 import { optionalSignal, requireNumber, requireOptions } from '../../core/validate.js';
@@ -6,8 +7,8 @@ import { CloseGuard, requireSession } from './guard.js';
 import { LockInternals } from './internals.js';
 import { InterProcessMutex } from './mutex.js';
 import { readParticipants, type Participant } from './leader.js';
-import type { WaitOptions } from '../../core/options.js';
-import { createProtected, deleteOwnNode, raceSignals, retrying, statOf } from './nodes.js';
+import { WAIT_KEYS, type WaitOptions } from '../../core/options.js';
+import { awaitCleanup, CLEANUP_GRACE_MS, createProtected, deleteEventually, raceSignals, retrying, statOf } from './nodes.js';
 import { dropWatcher, zkGetChildren } from './ops.js';
 import { joinPath, longToBigInt, nodeName, validatePath } from './paths.js';
 import type { ZkSession } from './session.js';
@@ -22,7 +23,7 @@ const LEASE_NAME = 'lease-';
  * the nodes it created, and lease nodes are ephemeral, so a crash or a timeout leaves no orphaned
  * lease (CURATOR-335, CURATOR-462).
  */
-export class InterProcessSemaphoreV2 implements AsyncDisposable {
+export class InterProcessSemaphoreV2 extends LeaseEmitter implements AsyncDisposable {
   /** The semaphore's path. */
   readonly path: string;
   /** How many leases it hands out at once. */
@@ -35,6 +36,7 @@ export class InterProcessSemaphoreV2 implements AsyncDisposable {
   readonly #held = new Set<Lease>();
 
   constructor(session: ZkSession, path: string, maxLeases: number) {
+    super();
     this.#session = requireSession(session);
     this.path = validatePath('path', path);
     this.maxLeases = requireNumber('maxLeases', maxLeases, { integer: true, min: 1 });
@@ -47,7 +49,7 @@ export class InterProcessSemaphoreV2 implements AsyncDisposable {
   /** Waits for `qty` leases (all or none) and returns them individually. @default qty 1 */
   async acquire(qty = 1, options?: WaitOptions): Promise<Lease[]> {
     requireNumber('qty', qty, { integer: true, min: 1, max: this.maxLeases });
-    const o = requireOptions('options', options);
+    const o = requireOptions('options', options, WAIT_KEYS);
     optionalSignal('signal', o.signal);
     this.#guard.throwIfClosed();
     const scope = waitScope(`${this.#guard.what}: acquire`, { signal: this.#guard.join(o.signal), timeoutMs: o.timeoutMs });
@@ -58,20 +60,26 @@ export class InterProcessSemaphoreV2 implements AsyncDisposable {
       try {
         for (let i = 0; i < qty; i++) leases.push(await this.#one(scope.signal));
       } finally {
-        await turn.release();
+        // Our turn at the head of the line ends with the leases (or without them). Its delete is
+        // awaited while the wait lives (within the session's callTimeoutMs); on a silent link it
+        // goes on in the background and does not hold the caller past its bound.
+        await awaitCleanup(this.#session, turn.release(), this.#session.callTimeoutMs, scope.signal);
       }
+      scope.signal.throwIfAborted(); // won just as the caller gave up: the catch gives them back
       for (const l of leases) {
         if (l.signal.aborted) continue;
         this.#held.add(l);
         l.signal.addEventListener('abort', () => this.#held.delete(l), { once: true });
       }
+      for (const l of leases) this.announce(l);
       return leases;
     } catch (e) {
-      await Promise.all(leases.map((l) => l.release()));
+      await awaitCleanup(this.#session, Promise.all(leases.map((l) => l.release())), scope.signal.aborted ? CLEANUP_GRACE_MS : this.#session.callTimeoutMs);
       throw e;
     } finally {
       scope.dispose();
-      await lock.close();
+      // The turn was released above (or never taken): closing only ends the object.
+      void lock.close().catch(() => undefined);
     }
   }
 
@@ -107,10 +115,7 @@ export class InterProcessSemaphoreV2 implements AsyncDisposable {
         const held = { path, fence: longToBigInt(stat.czxid), conn, epoch: session.signal };
         return this.#internals.lease(this.path, held).lease;
       } catch (e) {
-        if (path !== undefined) {
-          const removal = deleteOwnNode(session, conn, path).catch(() => undefined);
-          if (session.connected) await removal;
-        }
+        if (path !== undefined) await awaitCleanup(session, deleteEventually(session, conn, path), session.connected ? CLEANUP_GRACE_MS : 0);
         if (signal.aborted) throw signal.reason;
         if (e instanceof NodeGoneError || conn.signal.aborted) continue;
         throw e;

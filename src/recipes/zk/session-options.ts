@@ -1,3 +1,4 @@
+import type { SessionEvents, SessionState } from '../../core/lease-events.js';
 import type { Clock } from '../../core/clock.js';
 import { ConfigError } from '../../core/errors.js';
 import type { Logger } from '../../core/options.js';
@@ -5,8 +6,8 @@ import type { ZkAcl, ZkAuthInfo } from './acl.js';
 
 /** The options and events of a ZkSession, and the validation of its connection string. */
 
-/** Connection states a {@link ZkSession} reports (Curator's ConnectionState). */
-export type ZkConnectionState = 'CONNECTED' | 'SUSPENDED' | 'RECONNECTED' | 'LOST' | 'READ_ONLY';
+/** Connection states a {@link ZkSession} reports (Curator's ConnectionState): every session's {@link SessionState}. */
+export type ZkConnectionState = SessionState;
 
 /**
  * How connection trouble reaches holders' signals.
@@ -37,6 +38,13 @@ export interface ZkSessionOptions {
    * (after a disconnect), before it rejects with StoreUnavailableError. @default 15000
    */
   connectTimeoutMs?: number;
+  /**
+   * How long one request (create, read, delete) waits for its reply while connected. Past it the
+   * link is silent (ZooKeeper answers in order): the session drops it and reconnects, as its
+   * heartbeat would at 2/3 of the TTL; `tryAcquire`, `holder`, `leader` and `participants` reject
+   * with StoreUnavailableError, waits go on as after any connection loss. @default 5000
+   */
+  callTimeoutMs?: number;
   /** Pause between connection attempts once every server was tried. @default 100 */
   spinDelayMs?: number;
   /** @default silent */
@@ -45,7 +53,10 @@ export interface ZkSessionOptions {
   clock?: Clock;
   /**
    * Credentials the session presents on every connection, e.g.
-   * `[{ scheme: 'digest', auth: 'user:password' }]`. Never logged.
+   * `[{ scheme: 'digest', auth: 'user:password' }]`. Never logged. They protect nothing by
+   * themselves: without `acl` (here or in a recipe's options) every node tenure creates is
+   * `world:anyone`, which any client may list, delete or create under; the session warns
+   * through its logger when given `authInfo` without `acl`.
    */
   authInfo?: ZkAuthInfo[];
   /**
@@ -55,25 +66,8 @@ export interface ZkSessionOptions {
   acl?: ZkAcl[];
 }
 
-/**
- * Connection-state events. Each edge fires `state` and the event named after the state. By the
- * time a handler runs, the epoch signal has already aborted for SUSPENDED (standard policy) and
- * LOST. Handlers must not throw.
- */
-export interface ZkSessionEvents {
-  /** Every connection-state edge, in order. */
-  state: (state: ZkConnectionState) => void;
-  /** The first connection of a (new) ZooKeeper session. */
-  CONNECTED: () => void;
-  /** The connection dropped; the session may still be alive. */
-  SUSPENDED: () => void;
-  /** Connected again to the same session. */
-  RECONNECTED: () => void;
-  /** The session expired (or its local deadline passed); a new one is being made. */
-  LOST: () => void;
-  /** Connected to a read-only server (node-zookeeper-client 1.1.3 never asks for one). */
-  READ_ONLY: () => void;
-}
+/** @deprecated the same map as every session's: {@link SessionEvents}. */
+export type ZkSessionEvents = SessionEvents;
 
 /**
  * Validates a connection string, `host:port[,host:port…][/chroot]`, so a bad port is a

@@ -1,20 +1,18 @@
-import { EventEmitter } from 'eventemitter3';
 import type { Client, State as ClientState } from 'node-zookeeper-client';
 import type { Clock } from '../../core/clock.js';
 import { leaseTiming } from '../../core/deadline.js';
 import { AcquireTimeoutError, ClosedError, LeaseLostError, SessionExpiredError, StoreUnavailableError, type LeaseLostReason } from '../../core/errors.js';
 import { waitScope } from '../../core/abort.js';
-import { optionalClock, optionalLogger, type Logger, type WaitOptions } from '../../core/options.js';
+import { optionalClock, optionalLogger, WAIT_KEYS, type Logger, type WaitOptions } from '../../core/options.js';
 import { optionalEnum, optionalNumber, requireOptions } from '../../core/validate.js';
 import { Liveness } from './liveness.js';
-import { requireConnectionString, type ZkConnectionState, type ZkErrorPolicy, type ZkSessionEvents, type ZkSessionOptions } from './session-options.js';
+import { requireConnectionString, type ZkConnectionState, type ZkErrorPolicy, type ZkSessionOptions } from './session-options.js';
+import { SessionEmitter } from '../../core/lease-events.js';
 
 export type { ZkConnectionState, ZkErrorPolicy, ZkSessionEvents, ZkSessionOptions } from './session-options.js';
 import { dropSocket, killClient, zkExists } from './ops.js';
-import { zookeeper } from './peer.js';
-import { validateAcl, validateAuthInfo, type ZkAcl, type ZkAuthInfo } from './acl.js';
-
-const { State } = zookeeper;
+import { loadZookeeper, zookeeper } from './peer.js';
+import { validateAcl, validateAuthInfo, type ClientAcl, type ZkAuthInfo } from './acl.js';
 
 /** @internal one ZooKeeper session (one client) as the recipes see it. */
 export interface ZkConn {
@@ -33,7 +31,7 @@ type LiveConn = ZkConn & { abort: AbortController; connectedOnce: boolean; sessi
  * the per-connection-epoch signal every lease derives from. After LOST it makes a new session by
  * itself, and recipes re-join on it.
  */
-export class ZkSession extends EventEmitter<ZkSessionEvents> implements AsyncDisposable {
+export class ZkSession extends SessionEmitter implements AsyncDisposable {
   /** The connection string it was created with. */
   readonly connectionString: string;
   /** How SUSPENDED is treated: `standard` (as lost) or `session` (lead until the local deadline). */
@@ -47,7 +45,7 @@ export class ZkSession extends EventEmitter<ZkSessionEvents> implements AsyncDis
   readonly #spinDelay: number;
   readonly #authInfo: ZkAuthInfo[];
   /** @internal the ACL recipes create their nodes with (undefined: open). */
-  readonly acl: ZkAcl[] | undefined;
+  readonly acl: ClientAcl[] | undefined;
   #conn: LiveConn | undefined;
   #epoch = new AbortController();
   #state: ZkConnectionState | 'LATENT' | 'CLOSED' = 'LATENT';
@@ -57,15 +55,19 @@ export class ZkSession extends EventEmitter<ZkSessionEvents> implements AsyncDis
   #watchEvents = 0;
 
   /**
-   * Connects and resolves once the first ZooKeeper session is established. A session that cannot
-   * connect within `connectTimeoutMs` (or before `signal` aborts) rejects with a
-   * StoreUnavailableError and leaves nothing behind: no client, no timer, no reconnect loop.
+   * Connects and resolves once the first ZooKeeper session is established. `wait` bounds it like
+   * every wait: `signal` rejects with its reason, `timeoutMs` with an AcquireTimeoutError; without
+   * `timeoutMs`, a session that cannot connect within `connectTimeoutMs` rejects with a
+   * StoreUnavailableError. Either way it leaves nothing behind: no client, no timer, no reconnect loop.
    */
-  static async create(options: ZkSessionOptions, wait?: { signal?: AbortSignal }): Promise<ZkSession> {
+  static async create(options: ZkSessionOptions, wait: WaitOptions = {}): Promise<ZkSession> {
+    const w = requireOptions('wait', wait, WAIT_KEYS);
+    waitScope('zk session create', w).dispose(); // validates signal and timeoutMs before any I/O
+    await loadZookeeper();
     const session = new ZkSession(options);
     try {
       session.#newClient();
-      await session.whenConnected({ signal: wait?.signal });
+      await session.whenConnected({ signal: w.signal, timeoutMs: w.timeoutMs });
     } catch (e) {
       await session.close();
       throw e;
@@ -75,7 +77,7 @@ export class ZkSession extends EventEmitter<ZkSessionEvents> implements AsyncDis
 
   private constructor(options: ZkSessionOptions) {
     super();
-    const o = requireOptions('options', options);
+    const o = requireOptions('options', options, { connectionString: true, ttlMs: true, policy: true, safetyMarginMs: true, connectTimeoutMs: true, callTimeoutMs: true, spinDelayMs: true, logger: true, clock: true, authInfo: true, acl: true });
     this.connectionString = requireConnectionString(o.connectionString);
     const timing = leaseTiming(o, { minTtlMs: 1, maxTtlMs: 2 ** 31 - 1 });
     this.#requestedTimeout = timing.ttlMs;
@@ -84,9 +86,13 @@ export class ZkSession extends EventEmitter<ZkSessionEvents> implements AsyncDis
     this.#spinDelay = optionalNumber('spinDelayMs', o.spinDelayMs, 100, { integer: true, min: 0, max: 60_000 });
     this.#authInfo = validateAuthInfo(o.authInfo);
     this.acl = validateAcl(o.acl);
-    this.logger = optionalLogger(o.logger, { name: 'zk-session' });
+    this.logger = optionalLogger(o.logger, { component: 'zk-session' });
+    if (this.#authInfo.length > 0 && this.acl === undefined) {
+      this.logger.warn({ schemes: this.#authInfo.map((a) => a.scheme) }, 'zk session: authInfo without acl: the nodes tenure creates are open to everyone (world:anyone) unless a recipe gives its own acl');
+    }
     this.clock = optionalClock(o.clock);
-    this.#liveness = new Liveness(this.clock, timing.safetyMarginMs, this.#requestedTimeout);
+    const callTimeout = optionalNumber('callTimeoutMs', o.callTimeoutMs, 5000, { integer: true, min: 1, max: 2 ** 31 - 1 });
+    this.#liveness = new Liveness(this.clock, timing.safetyMarginMs, this.#requestedTimeout, callTimeout);
     this.#epoch.abort(new LeaseLostError('suspended', 'zk session: not connected yet'));
   }
 
@@ -123,6 +129,11 @@ export class ZkSession extends EventEmitter<ZkSessionEvents> implements AsyncDis
   /** The session timeout (TTL) the server granted (the requested one before connecting). */
   get ttlMs(): number {
     return this.#liveness.timeout;
+  }
+
+  /** How long one request waits for the server's reply before the link is treated as silent (`callTimeoutMs`). */
+  get callTimeoutMs(): number {
+    return this.#liveness.callTimeout;
   }
 
   /** The local deadline on the session's clock: `lastServerContact + sessionTimeout − safetyMargin`. */
@@ -164,6 +175,7 @@ export class ZkSession extends EventEmitter<ZkSessionEvents> implements AsyncDis
 
   /** Resolves when connected with a live epoch (at once if already); rejects on close/abort/timeout. */
   async whenConnected(options: WaitOptions = {}): Promise<void> {
+    requireOptions('options', options, WAIT_KEYS);
     this.#throwIfClosed();
     if (this.connected) return;
     // A wait without a timeout of its own is bounded by connectTimeoutMs, then rejects with a
@@ -195,6 +207,20 @@ export class ZkSession extends EventEmitter<ZkSessionEvents> implements AsyncDis
       scope.signal.removeEventListener('abort', onAbort);
       scope.dispose();
     }
+  }
+
+  /**
+   * @internal Arms the bound of one request sent now (see Liveness.watchRequest): unanswered for
+   * `callTimeoutMs` while connected, the session drops the silent link and `onTimeout` runs.
+   * Returns the disarm function.
+   */
+  armCallTimeout(failFast: boolean, onTimeout: () => void): () => void {
+    return this.#liveness.watchRequest(failFast, onTimeout);
+  }
+
+  /** @internal True when a silent link was dropped at or after `since` (on the session's clock). */
+  droppedSilentSince(since: number): boolean {
+    return this.#liveness.droppedSilentAt >= since;
   }
 
   /** Closes the client (its ephemeral nodes go at once), aborts every lease. Idempotent. */
@@ -249,12 +275,12 @@ export class ZkSession extends EventEmitter<ZkSessionEvents> implements AsyncDis
 
   #onClientState(conn: LiveConn, s: ClientState): void {
     if (conn !== this.#conn || this.#closed.signal.aborted) return;
-    if (s === State.SYNC_CONNECTED || s === State.CONNECTED_READ_ONLY) {
+    if (s === zookeeper.State.SYNC_CONNECTED || s === zookeeper.State.CONNECTED_READ_ONLY) {
       this.#connected = true;
       const first = !conn.connectedOnce;
       conn.connectedOnce = true;
       conn.sessionId = conn.client.getSessionId().toString('hex');
-      if (s === State.CONNECTED_READ_ONLY) {
+      if (s === zookeeper.State.CONNECTED_READ_ONLY) {
         this.#endEpoch('suspended', 'zk session: read-only');
         this.#emit('READ_ONLY');
         return;
@@ -263,9 +289,11 @@ export class ZkSession extends EventEmitter<ZkSessionEvents> implements AsyncDis
       this.#liveness.start(conn.client.getSessionTimeout(), {
         ping: () => zkExists(conn.client, '/'),
         connected: () => this.#connected && conn === this.#conn,
-        onSilent: (silentMs) => {
-          this.logger.debug({ silentMs: Math.round(silentMs) }, 'zk server silent: dropping the connection');
-          dropSocket(conn.client);
+        // The link is silent: close the socket so the client reconnects — to another member, if
+        // any — instead of queueing more on it.
+        onSilent: (silentMs, noticedBy) => {
+          if (!dropSocket(conn.client)) return;
+          this.logger.info({ silentMs: Math.round(silentMs), noticedBy, callTimeoutMs: this.callTimeoutMs }, 'zk server silent: dropping the connection');
         },
         onDeadline: (lateMs) => {
           if (conn !== this.#conn || this.#closed.signal.aborted) return;
@@ -275,21 +303,20 @@ export class ZkSession extends EventEmitter<ZkSessionEvents> implements AsyncDis
         },
       });
       this.#emit(first ? 'CONNECTED' : 'RECONNECTED');
-    } else if (s === State.DISCONNECTED) {
+    } else if (s === zookeeper.State.DISCONNECTED) {
       if (!this.#connected) return;
       this.#connected = false;
       if (this.policy === 'standard') this.#endEpoch('suspended', 'zk session suspended (connection lost)');
       this.#emit('SUSPENDED');
-    } else if (s === State.EXPIRED || s === State.AUTH_FAILED) {
-      this.#lose(s === State.EXPIRED ? 'session expired' : 'authentication failed');
+    } else if (s === zookeeper.State.EXPIRED || s === zookeeper.State.AUTH_FAILED) {
+      this.#lose(s === zookeeper.State.EXPIRED ? 'session expired' : 'authentication failed');
     }
   }
 
   #emit(state: ZkConnectionState): void {
     this.#state = state;
     this.logger.info({ state, sessionId: this.#conn?.sessionId }, 'zk connection state');
-    this.emit('state', state);
-    this.emit(state);
+    this.edge(state);
   }
 
   #endEpoch(reason: LeaseLostReason, message: string): void {

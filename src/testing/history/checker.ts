@@ -1,7 +1,8 @@
 import { ConfigError } from '../../core/errors.js';
-import { requireNumber, requireOptions } from '../../core/validate.js';
+import { requireNumber, requireObject, requireOptions } from '../../core/validate.js';
+import { mergeShards, shardParts, type OneCheck } from './shards.js';
 import { byTime, pauses, reconstructTerms } from './terms.js';
-import type { CheckOptions, CheckResult, CheckStats, Failover, History, HistoryOp, HistoryTerm, Violation } from './types.js';
+import type { CheckOptions, CheckResult, CheckStats, Failover, History, HistoryOp, HistoryTerm, RegisterEntry, Violation } from './types.js';
 
 /** A write with its invocation and completion. */
 interface Write {
@@ -103,19 +104,32 @@ function stats(sorted: readonly HistoryOp[], terms: readonly HistoryTerm[]): Che
  * - `leak`: nothing is left at the store (`history.leftovers`);
  * - `lost-write`: every acknowledged write is in its register's log, no refused one is, and the
  *   log holds nothing that was never written.
+ *
+ * A sharded history (entries with a `shard`, as `HistoryRecorder.forShard` writes them) is
+ * checked shard by shard: each shard's entries, with every fault and with the registers its
+ * writes went to, must keep every rule on their own (never two live holders of a shard, fences
+ * rising per shard, every stale write refused); the violations and stats say which shard.
  */
 export function checkHistory(history: History, options?: CheckOptions): CheckResult {
-  const h = requireOptions('history', history);
+  const h = requireObject('history', history);
   if (!Array.isArray(h.ops)) throw new ConfigError('history.ops', 'must be an array of history entries');
-  const o = requireOptions('options', options);
+  const o = requireOptions('options', options, { failoverBoundMs: true });
   const bound = o.failoverBoundMs === undefined ? undefined : requireNumber('failoverBoundMs', o.failoverBoundMs, { min: 0 });
   const sorted = [...h.ops].sort(byTime);
+  const logs = h.registers ?? {};
+  // A sharded history (a ShardManager's): every rule holds per shard, faults count for all.
+  const parts = shardParts(sorted, logs);
+  if (!parts) return checkOne(sorted, logs, h.leftovers ?? [], bound).result;
+  return mergeShards(sorted, parts.map((p) => ({ shard: p.shard, ...checkOne(p.ops, p.registers, [], bound) })), h.leftovers ?? []);
+}
+
+/** @internal One election's history (sorted): the rules, with the faults that were at work during some term and those that ended one. */
+export function checkOne(sorted: readonly HistoryOp[], logs: Record<string, RegisterEntry[]>, leftovers: readonly string[], bound: number | undefined): OneCheck {
   const terms = reconstructTerms(sorted);
   const writes = writesOf(sorted);
   const violations: Violation[] = [];
   const s = stats(sorted, terms);
   const acked = ackIndex(writes);
-  const logs = h.registers ?? {};
 
   // fence-order
   for (const [register, log] of Object.entries(logs)) {
@@ -232,7 +246,7 @@ export function checkHistory(history: History, options?: CheckOptions): CheckRes
   }
 
   // leak
-  for (const l of h.leftovers ?? []) violations.push({ rule: 'leak', message: `left at the store: ${l}` });
+  for (const l of leftovers) violations.push({ rule: 'leak', message: `left at the store: ${l}` });
 
   // lost-write
   for (const [register, log] of Object.entries(logs)) {
@@ -246,5 +260,5 @@ export function checkHistory(history: History, options?: CheckOptions): CheckRes
     for (const e of log) if (!invoked.has(e.id)) violations.push({ rule: 'lost-write', message: `register ${register} holds ${e.id}, which nobody wrote` });
   }
 
-  return { valid: violations.length === 0, violations, stats: s, terms };
+  return { result: { valid: violations.length === 0, violations, stats: s, terms }, touched, causes };
 }

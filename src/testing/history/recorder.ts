@@ -2,6 +2,7 @@ import { monotonicNs } from '../../core/clock.js';
 import { LeaseLostError, TenureError, TermEndedError } from '../../core/errors.js';
 import type { Lease } from '../../core/lease.js';
 import type { LeadershipManager } from '../../lifecycle/manager.js';
+import type { ShardManager } from '../../lifecycle/shards.js';
 import { optionalNumber, optionalSignal, requireFunction, requireOptions, requireString } from '../../core/validate.js';
 import type { HistoryOp } from './types.js';
 
@@ -11,6 +12,8 @@ export interface HistoryRecorderOptions {
   sink?: (op: HistoryOp) => void;
   /** How often a held term's local deadline is sampled, in ms. @default 5 */
   deadlineSampleMs?: number;
+  /** The shard every entry is about (a ShardManager's history; see {@link HistoryRecorder.forShard}). @default none */
+  shard?: string;
 }
 
 type Entry = Omit<HistoryOp, 't' | 'process'>;
@@ -53,22 +56,38 @@ export class HistoryRecorder {
   readonly process: string;
   /** What was recorded, when no `sink` was given. */
   readonly ops: HistoryOp[] = [];
+  /** The shard every entry is about, for a shard's recorder. */
+  readonly shard: string | undefined;
   readonly #sink: (op: HistoryOp) => void;
   readonly #sampleMs: number;
+  readonly #shards = new Map<string, HistoryRecorder>();
 
   constructor(process: string, options?: HistoryRecorderOptions) {
     this.process = requireString('process', process, { maxLength: 200 });
-    const o = requireOptions('options', options);
+    const o = requireOptions('options', options, { sink: true, deadlineSampleMs: true, shard: true });
     if (o.sink !== undefined) requireFunction('sink', o.sink);
     this.#sink = o.sink ?? ((op) => this.ops.push(op));
     this.#sampleMs = optionalNumber('deadlineSampleMs', o.deadlineSampleMs, 5, { min: 1 });
+    this.shard = o.shard === undefined ? undefined : requireString('shard', o.shard, { maxLength: 200 });
   }
 
   /** Records one entry now. */
   record(entry: Entry): HistoryOp {
-    const op = { t: monotonicNs(), process: this.process, ...entry } as HistoryOp;
+    const op = { t: monotonicNs(), process: this.process, ...(this.shard === undefined ? {} : { shard: this.shard }), ...entry } as HistoryOp;
     this.#sink(op);
     return op;
+  }
+
+  /**
+   * The recorder of one shard of this process (made once per shard): the same process and sink,
+   * every entry marked with the shard, so that the checker holds each shard to the rules on its
+   * own. Name each shard's registers apart (`ledger/17`).
+   */
+  forShard(shard: number | string): HistoryRecorder {
+    const key = String(shard);
+    let r = this.#shards.get(key);
+    if (!r) this.#shards.set(key, (r = new HistoryRecorder(this.process, { sink: this.#sink, deadlineSampleMs: this.#sampleMs, shard: key })));
+    return r;
   }
 
   /** Runs an acquire or campaign, logging it; a granted lease is then followed (see the class note). */
@@ -122,8 +141,8 @@ export class HistoryRecorder {
    * term has one of its own (a {@link LeadershipManager} term's `ctx.signal`, which aborts first).
    */
   follow(lease: Lease, options?: { signal?: AbortSignal }): void {
+    const signal = optionalSignal('signal', requireOptions('options', options, { signal: true }).signal) ?? lease.signal;
     const fence = lease.fence;
-    const signal = optionalSignal('signal', requireOptions('options', options).signal) ?? lease.signal;
     let reported = -1n;
     const sample = (): void => {
       // `lost` checks the deadline first: a holder that wakes past it (SIGSTOP, a long GC) must
@@ -184,6 +203,59 @@ export class HistoryRecorder {
       manager.off('state', onState);
       manager.off('error', onError);
       manager.off('elected', onElected);
+    };
+  }
+
+  /**
+   * Records a {@link ShardManager}'s shard terms (call before `start()`), each in its shard's
+   * recorder: a campaign as an `acquire` (invoked when the shard is assigned here, and again after
+   * a lost term; `ok` with the fence when its term begins; `fail` when it is assigned away first),
+   * each term followed with the term's own signal, and a shard moved away while held as a
+   * `release` (invoked when assigned away, `ok` once drained and released). Returns a function
+   * that stops recording.
+   */
+  followShards(shards: Pick<ShardManager, 'on' | 'off' | 'assigned'>): () => void {
+    const campaigning = new Set<number>();
+    const held = new Map<number, bigint>();
+    const leaving = new Set<number>();
+    const onAssigned = (_all: readonly number[], change: { added: readonly number[]; removed: readonly number[] }): void => {
+      for (const s of change.added) {
+        if (campaigning.has(s) || held.has(s)) continue;
+        campaigning.add(s);
+        this.forShard(s).record({ type: 'invoke', f: 'acquire' });
+      }
+      for (const s of change.removed) {
+        if (campaigning.delete(s)) this.forShard(s).record({ type: 'fail', f: 'acquire', error: 'assigned to another member' });
+        const fence = held.get(s);
+        if (fence !== undefined && !leaving.has(s)) {
+          leaving.add(s);
+          this.forShard(s).record({ type: 'invoke', f: 'release', fence });
+        }
+      }
+    };
+    const onAcquired = (s: number, ctx: { fence: bigint; signal: AbortSignal; term: Lease }): void => {
+      const rec = this.forShard(s);
+      if (!campaigning.delete(s)) rec.record({ type: 'invoke', f: 'acquire' });
+      held.set(s, ctx.fence);
+      rec.record({ type: 'ok', f: 'acquire', fence: ctx.fence });
+      rec.follow(ctx.term, { signal: ctx.signal });
+    };
+    const onReleased = (s: number, info: { fence: bigint }): void => {
+      if (held.get(s) === info.fence) held.delete(s);
+      if (leaving.delete(s)) this.forShard(s).record({ type: 'ok', f: 'release', fence: info.fence });
+      // Still assigned here: the shard's manager campaigns again.
+      else if (shards.assigned.includes(s) && !campaigning.has(s)) {
+        campaigning.add(s);
+        this.forShard(s).record({ type: 'invoke', f: 'acquire' });
+      }
+    };
+    shards.on('assigned', onAssigned);
+    shards.on('shardAcquired', onAcquired);
+    shards.on('shardReleased', onReleased);
+    return () => {
+      shards.off('assigned', onAssigned);
+      shards.off('shardAcquired', onAcquired);
+      shards.off('shardReleased', onReleased);
     };
   }
 

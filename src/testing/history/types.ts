@@ -51,6 +51,11 @@ export interface HistoryOp {
   error?: string;
   /** write fail: the resource refused the fence as stale (`StaleFenceError`). */
   stale?: boolean;
+  /**
+   * The shard the entry is about, in a ShardManager's history (see `HistoryRecorder.forShard`):
+   * the checker applies its rules to each shard's entries on their own, with every fault.
+   */
+  shard?: string;
 }
 
 /** A register's own record of one write it accepted. */
@@ -96,6 +101,8 @@ export interface Violation {
   message: string;
   /** When it happened (CLOCK_MONOTONIC ns), when there is one instant. */
   t?: bigint;
+  /** The shard it happened on, in a sharded history. */
+  shard?: string;
 }
 
 /** A reconstructed term: from the grant to its end by the holder's own log. */
@@ -110,6 +117,8 @@ export interface HistoryTerm {
   end: bigint;
   /** How it ended: the term-end reason, `deadline`, `crash`, or `open`. */
   endedBy: string;
+  /** The shard, in a sharded history. */
+  shard?: string;
 }
 
 /**
@@ -126,6 +135,8 @@ export interface Failover {
   to: string;
   /** From the end of the term to the next grant, in ms. */
   ms: number;
+  /** The shard, in a sharded history. */
+  shard?: string;
 }
 
 /** Counts over a history, for reports. */
