@@ -40,6 +40,10 @@ export class CandidatePool {
   readonly #retired: Slot[] = [];
   readonly #open = new Map<string, bigint>();
   readonly ops: HistoryOp[] = [];
+  /** Processes this pool ended itself (killed, or stopped at the end): any other exit is a crash. */
+  readonly #ended = new Set<string>();
+  /** Candidate processes that exited on their own (a bug: an unhandled error, say), with what they printed last. */
+  readonly crashes: { name: string; code: number | null; signal: NodeJS.Signals | null; output: string }[] = [];
 
   constructor(
     private readonly store: ChaosStore,
@@ -81,6 +85,9 @@ export class CandidatePool {
       },
     });
     this.#slots[slot] = { slot, incarnation, handle, name, cursor: 0, clockFile, clockMinutes, paused: false };
+    void handle.exited.then(({ code, signal }) => {
+      if (!this.#ended.has(name)) this.crashes.push({ name, code, signal, output: handle.output().slice(-4000) });
+    });
     await handle.waitFor('ready', { timeoutMs: 60_000 });
   }
 
@@ -142,6 +149,7 @@ export class CandidatePool {
   /** SIGKILL; the process's open terms end with it. */
   async kill(slot: number): Promise<void> {
     const s = this.#at(slot);
+    this.#ended.add(s.name);
     await s.handle.kill();
     this.drain();
     for (const k of [...this.#open.keys()]) if (k === s.name || k.startsWith(`${s.name}|`)) this.#open.delete(k);
@@ -188,6 +196,7 @@ export class CandidatePool {
     await Promise.all(
       this.#slots.map(async (s) => {
         if (s.paused) this.resume(s.slot);
+        this.#ended.add(s.name);
         s.handle.send({ cmd: 'stop' });
         const exited = await Promise.race([s.handle.exited.then(() => true), new Promise<false>((r) => setTimeout(() => r(false), graceMs))]);
         if (!exited) {
@@ -201,6 +210,7 @@ export class CandidatePool {
 
   /** Kills whatever still runs (cleanup on error). */
   async killAll(): Promise<void> {
+    for (const s of [...this.#retired, ...this.#slots]) this.#ended.add(s.name);
     await Promise.all([...this.#retired, ...this.#slots].map((s) => s.handle.kill()));
   }
 

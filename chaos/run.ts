@@ -44,7 +44,7 @@ if (values.check) {
     const saved = historyFromJSON<ChaosReport & { history: History }>(readFileSync(file, 'utf8'));
     const result = checkHistory(saved.history, { failoverBoundMs: saved.config.failoverBoundMs });
     console.log(summarize({ ...saved, result }, file));
-    found += result.violations.length;
+    found += result.violations.length + (saved.crashes?.length ?? 0);
   }
   process.exit(found > 0 ? 1 : 0);
 }
@@ -86,7 +86,7 @@ for (const backend of backends) {
     log: values.quiet ? undefined : (line) => console.log(line),
   });
   console.log(summarize(report, historyFile));
-  violations += report.result.violations.length;
+  violations += report.result.violations.length + report.crashes.length;
   if (values.record) record(backend, summarize(report, historyFile), loadBefore);
 }
 if (values['bypass-fencing']) console.log(`fencing was bypassed: ${violations} violations found (the checker must find some)`);

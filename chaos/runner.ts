@@ -19,6 +19,8 @@ export interface ChaosReport {
   result: CheckResult;
   /** Wall-clock length of the run, ms (for the report only). */
   elapsedMs: number;
+  /** Candidate processes that exited on their own, not by a fault: each is a failure of the run (its terms look live to the checker until their deadlines). */
+  crashes: CandidatePool['crashes'];
 }
 
 /** Polls the store until nothing is left for the election, or `ms` pass; returns what is left. */
@@ -103,7 +105,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const history: History = { ops: [...p.ops, ...nemesisRec.ops], registers: await registers.logs(), leftovers: left };
     const result = checkHistory(history, { failoverBoundMs: cfg.failoverBoundMs });
     const { log: _log, ...config } = cfg;
-    const report: ChaosReport = { config, faultKinds: nemesis.kinds, result, elapsedMs: performance.now() - started };
+    const report: ChaosReport = { config, faultKinds: nemesis.kinds, result, elapsedMs: performance.now() - started, crashes: [...p.crashes] };
     if (cfg.historyFile) {
       mkdirSync(dirname(cfg.historyFile), { recursive: true });
       writeFileSync(cfg.historyFile, historyToJSON({ ...report, result: { valid: result.valid, violations: result.violations, stats: result.stats }, history }));

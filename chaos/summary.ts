@@ -33,6 +33,11 @@ export function summarize(report: ChaosReport, historyFile?: string): string {
     `  violations: ${result.violations.length}${result.violations.length ? ` (${[...new Set(result.violations.map((v) => v.rule))].map((r) => `${r} ${result.violations.filter((v) => v.rule === r).length}`).join(', ')})` : ''}`,
     ...result.violations.slice(0, 10).map((v) => `    ${v.rule}: ${v.message}`),
   ];
+  // A candidate that died on its own is a bug, whatever the checker found: its last words first.
+  for (const c of report.crashes ?? []) {
+    const last = c.output.trim().split('\n').slice(-12).join('\n      ');
+    lines.push(`  CRASHED: ${c.name} exited on its own (${c.signal ?? `code ${c.code}`}):\n      ${last}`);
+  }
   if (historyFile) lines.push(`  history: ${historyFile}`);
   return lines.join('\n');
 }

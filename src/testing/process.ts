@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import type { Socket } from 'node:net';
 import { join } from 'node:path';
 import { StateError } from '../core/errors.js';
-import { groupStopped, signalGroup, trackDir, trackProcess, untrackProcess } from './registry.js';
+import { allGone, groupMembers, groupStopped, signalGroup, trackDir, trackProcess, untrackProcess } from './registry.js';
 
 /** How a child process ended. */
 export interface ExitInfo {
@@ -114,11 +114,20 @@ export class ManagedProcess {
     }
   }
 
-  /** SIGKILLs the group and waits for the exit. */
-  async kill(): Promise<ExitInfo> {
+  /**
+   * SIGKILLs the group and waits for the exit of every process of it (at most `waitMs` past the
+   * leader's): a Postgres backend can outlive its SIGKILLed postmaster by a moment, still attached
+   * to the old shared memory, and a server started at once on the same data dir refused to start
+   * ("pre-existing shared memory block is still in use").
+   */
+  async kill(waitMs = 5000): Promise<ExitInfo> {
+    const members = this.running ? groupMembers(this.pid, this.#signalDescendants) : [];
     this.signal('SIGCONT');
     this.signal('SIGKILL');
-    return keepAlive(this.exited);
+    const exit = await keepAlive(this.exited);
+    const until = performance.now() + waitMs;
+    while (!allGone(members) && performance.now() < until) await keepAlive(new Promise((r) => setTimeout(r, 5)));
+    return exit;
   }
 
   /** SIGTERM, then SIGKILL after `graceMs`; waits for the exit. */

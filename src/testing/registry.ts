@@ -123,6 +123,28 @@ export function groupStopped(pid: number, withDescendants = false): boolean {
 }
 
 /** Every live descendant of `pid` (empty where there is none). */
+/**
+ * The processes {@link signalGroup} reaches now, each with its start time, for {@link allGone}.
+ * Read before a kill: once the leader is gone its setsid() children are init's, no longer found
+ * through it.
+ */
+export function groupMembers(pid: number, withDescendants = false): [pid: number, start: string][] {
+  const table = processTable();
+  const pids = new Set<number>(withDescendants ? descendants(pid, table) : []);
+  for (const p of table) if (p.pgrp === pid) pids.add(p.pid);
+  const out: [number, string][] = [];
+  for (const p of pids) {
+    const start = processStartTime(p);
+    if (start !== undefined) out.push([p, start]);
+  }
+  return out;
+}
+
+/** True once none of `members` runs any more (exited, a zombie, or its pid taken by another process). */
+export function allGone(members: readonly [pid: number, start: string][]): boolean {
+  return members.every(([p, start]) => processStartTime(p) !== start);
+}
+
 function descendants(pid: number, table = processTable()): number[] {
   const out: number[] = [];
   const walk = (p: number): void => {

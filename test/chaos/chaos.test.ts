@@ -22,6 +22,7 @@ describe('the chaos suite', () => {
       const report = await runChaos({ backend, durationMs: SHORT_MS, seed: SEEDS[backend] });
       console.log(summarize(report));
       const s = report.result.stats;
+      expect(report.crashes.map((c) => `${c.name}: ${c.output}`)).toEqual([]);
       expect(report.result.violations).toEqual([]);
       expect(Object.values(s.faults).reduce((a, n) => a + n, 0)).toBeGreaterThan(0);
       expect(s.terms).toBeGreaterThan(report.config.candidates);
@@ -33,6 +34,7 @@ describe('the chaos suite', () => {
     const report = await runChaos({ backend: 'redis', kind: 'manager', durationMs: SHORT_MS, seed: 1306 });
     console.log(summarize(report));
     const s = report.result.stats;
+    expect(report.crashes.map((c) => `${c.name}: ${c.output}`)).toEqual([]);
     expect(report.result.violations).toEqual([]);
     expect(Object.values(s.faults).reduce((a, n) => a + n, 0)).toBeGreaterThan(0);
     expect(s.terms).toBeGreaterThan(report.config.candidates);
@@ -45,6 +47,7 @@ describe('the chaos suite', () => {
       const report = await runChaos({ backend, kind: 'shards', shards: 64, candidates: 4, ttlMs: 2000, durationMs: SHORT_MS, seed: SHARD_SEEDS[backend] });
       console.log(summarize(report));
       const s = report.result.stats;
+      expect(report.crashes.map((c) => `${c.name}: ${c.output}`)).toEqual([]);
       expect(report.result.violations).toEqual([]);
       expect(Object.values(s.faults).reduce((a, n) => a + n, 0)).toBeGreaterThan(0);
       expect(s.terms).toBeGreaterThan(64); // every shard held, and some moved

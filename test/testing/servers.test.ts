@@ -10,6 +10,7 @@ import {
 } from '../../src/testing/index.js';
 import { etcdClient, isAlive, pgClient, redisClient, zkClient, zkCreate, zkGet } from '../helpers/clients.js';
 import { eventually } from '../helpers/wait.js';
+import { processStartTime } from '../../src/testing/registry.js';
 
 
 describe('single servers and 3-member clusters', () => {
@@ -109,6 +110,31 @@ describe('single servers and 3-member clusters', () => {
     } finally {
       a.close();
       b.close();
+    }
+  });
+
+  it('Postgres: a hard restart with backends busy starts again every time (kill waits for every backend, not only the postmaster)', async () => {
+    // A backend outlived its SIGKILLed postmaster by a moment, still attached to the old shared
+    // memory, and the start right after refused ("pre-existing shared memory block is still in use").
+    for (let round = 0; round < 5; round++) {
+      const clients = Array.from({ length: 20 }, () => pgClient(postgres.connectionConfig));
+      await Promise.all(clients.map((c) => c.connect()));
+      for (const c of clients) c.on('error', () => undefined);
+      const busy = clients.map((c) => c.query('SELECT pg_sleep(30)').catch(() => undefined));
+      const look = pgClient(postgres.connectionConfig);
+      await look.connect();
+      look.on('error', () => undefined);
+      const backends = (await look.query("SELECT pid FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep%'")).rows.map((r: { pid: number }) => r.pid);
+      expect(backends.length).toBeGreaterThan(0); // the sleeps may not all have started yet
+      await postgres.kill();
+      // Every backend is gone (or a zombie, its memory released) once kill() resolves.
+      expect(backends.filter((pid) => processStartTime(pid) !== undefined)).toEqual([]);
+      await postgres.start();
+      await Promise.all(busy);
+      const p = pgClient(postgres.connectionConfig);
+      await p.connect();
+      expect((await p.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+      await p.end();
     }
   });
 

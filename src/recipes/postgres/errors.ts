@@ -56,15 +56,52 @@ export function toTenureError(e: unknown, what: string, endpoint: string | undef
   return new TenureError(`postgres: ${what}: ${e.message}`, 'TENURE_ERROR', cause);
 }
 
+/** Pools whose hand-outs are watched (see {@link watchHandOuts}). */
+const watched = new WeakSet<Pool>();
+/** Clients whose connection failed between the pool's hand-out and their taker's first look. */
+const diedAtHandOut = new WeakMap<PoolClient, Error>();
+
+/**
+ * pg-pool drops its own 'error' listener from a client the moment it hands it out, in the same
+ * synchronous step as the reply that completed the connection: a server that ends the connection
+ * right after it (a restart's FATAL 57P01 in the same TCP read as the startup's ReadyForQuery) has
+ * its error emitted before the taker's code runs, on a client with no listener, and the process
+ * died of an unhandled 'error' event (seen in the ten-minute Postgres chaos runs). So every client
+ * of a pool tenure takes from gets one listener of tenure's for its whole life, attached at the
+ * hand-out (pg-pool's 'acquire' event comes first): it keeps an error that came before the taker
+ * looked, for connectWithin to refuse that client, and never lets a late one crash the process.
+ */
+function watchHandOuts(pool: Pool): void {
+  if (watched.has(pool)) return;
+  watched.add(pool);
+  const listening = new WeakSet<PoolClient>();
+  pool.on('acquire', (client: PoolClient) => {
+    diedAtHandOut.delete(client);
+    if (listening.has(client)) return;
+    listening.add(client);
+    client.on('error', (e: Error) => {
+      if (client.listenerCount('error') === 1) diedAtHandOut.set(client, e);
+    });
+  });
+}
+
 /**
  * Takes a connection from `pool` within `ms` (StoreUnavailableError after it), or rejects with
  * `signal.reason`. A connection that arrives after the caller gave up goes straight back.
  */
 export async function connectWithin(pool: Pool, ms: number, what: string, signal?: AbortSignal): Promise<PoolClient> {
+  watchHandOuts(pool);
   const pending = pool.connect();
   let got = false;
   try {
     const client = await raceTimeout(pending, ms, () => new StoreUnavailableError('postgres', pgEndpoint(pool), `${what}: no connection within ${ms} ms`), signal);
+    const early = diedAtHandOut.get(client);
+    if (early) {
+      diedAtHandOut.delete(client);
+      client.release(early);
+      got = true;
+      throw early;
+    }
     got = true;
     return client;
   } catch (e) {
