@@ -34,12 +34,15 @@ const known = new WeakMap<PoolClient, Map<string, string> | 'pooled'>();
  * most one row per live backend and name), then the (name, pid) → id row is upserted (a read
  * when it is there). Inlined: a multi-statement query takes no parameters.
  */
-export function recordBefore(client: PoolClient, t: TenureTables, name: string, id: string): string {
+export function recordBefore(client: PoolClient, t: TenureTables, name: string, id: string, guarded = false): string {
   const k = known.get(client);
-  if (k !== 'pooled' && k?.get(slot(t, name)) === id) return '';
+  // A guarded row is written with every acquire: its clean release deletes it.
+  if (!guarded && k !== 'pooled' && k?.get(slot(t, name)) === id) return '';
   const [n, i] = [client.escapeLiteral(name), client.escapeLiteral(id)];
+  // Dead rows are a guarded grantee's to wait out (guardSql), not anyone's to tidy away first.
+  const tidy = guarded ? '' : `DELETE FROM ${t.holder} h WHERE h.name = ${n} AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = h.pid);`;
   return `BEGIN;
-    DELETE FROM ${t.holder} h WHERE h.name = ${n} AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = h.pid);
+    ${tidy}
     INSERT INTO ${t.holder} (name, pid, holder_id) SELECT ${n}, pg_backend_pid(), ${i}
       WHERE NOT EXISTS (SELECT 1 FROM ${t.holder} WHERE name = ${n} AND pid = pg_backend_pid() AND holder_id = ${i})
       ON CONFLICT (name, pid) DO UPDATE SET holder_id = EXCLUDED.holder_id;
@@ -66,6 +69,38 @@ export function mustRecord(client: PoolClient, pid: number, t: TenureTables, nam
   if (k === undefined) known.set(client, new Map([[slot(t, name), id]]));
   else if (k !== 'pooled') k.set(slot(t, name), id);
   return false;
+}
+
+/**
+ * The guard of a session lock with `ttlMs` (see PgSessionLock): Postgres frees a connection's
+ * locks the moment that connection ends — a cut link, a crash of the server, a pooler's restart —
+ * while its holder learns of it only when it reads its socket, and a holder stalled or cut off
+ * from the server believes it holds until its local deadline. So a guarded grant is handed out
+ * only once any such holder's deadline has passed: the statement after the grant (same message)
+ * says whether a participant of the name has a row whose backend is gone (it may have died
+ * holding; a clean release deletes its row with the lock, in one commit), and how long the server
+ * has been up (every lock of a crashed or restarted server went with it, and the rows of an
+ * unlogged table with them). `$me` is this backend.
+ */
+export function guardSql(client: PoolClient, t: TenureTables, name: string): string {
+  return `SELECT EXISTS (SELECT 1 FROM ${t.holder} h WHERE h.name = ${client.escapeLiteral(name)} AND h.pid <> pg_backend_pid()
+      AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = h.pid)) AS dead,
+    (extract(epoch FROM clock_timestamp() - pg_postmaster_start_time()) * 1000)::bigint::text AS up_ms`;
+}
+
+/** A guarded lock's clean release: its row goes in the same commit that ends the lock's transaction (so no grantee waits for it). */
+export function releaseSql(client: PoolClient, t: TenureTables, name: string): string {
+  return `DELETE FROM ${t.holder} WHERE name = ${client.escapeLiteral(name)} AND pid = pg_backend_pid(); COMMIT`;
+}
+
+/** Deletes the rows of `$1` whose backend is gone, but for backend `$2`'s (a guarded grantee's, after it waited them out). */
+export function tidySql(t: TenureTables): string {
+  return `DELETE FROM ${t.holder} h WHERE h.name = $1 AND h.pid <> $2 AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = h.pid)`;
+}
+
+/** Deletes backend `$2`'s row of `$1` (a guarded waiter that gave up: it never held). */
+export function forgetSql(t: TenureTables): string {
+  return `DELETE FROM ${t.holder} WHERE name = $1 AND pid = $2`;
 }
 
 /** The row write for a backend that lacks it, on any connection: `$1` name, `$2` pid, `$3` id. */

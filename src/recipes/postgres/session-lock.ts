@@ -1,13 +1,13 @@
 import { LeaseEmitter } from '../../core/lease-events.js';
 import type { Pool, QueryResult } from 'pg';
-import { raceSignal, settledWithin, waitScope } from '../../core/abort.js';
+import { raceSignal, settledWithin, sleep, waitScope } from '../../core/abort.js';
 import type { LeaderInfo } from '../../core/candidate.js';
 import type { Clock } from '../../core/clock.js';
 import { BusyError, ClosedError, ConfigError } from '../../core/errors.js';
 import { LeaseController, type Lease } from '../../core/lease.js';
 import { optionalClock, optionalLogger, WAIT_KEYS, type Logger, type WaitOptions } from '../../core/options.js';
 import { optionalId, optionalSignal, requireOptions, type OptionKeys } from '../../core/validate.js';
-import { holderOf, holderSql, mustRecord, recordBefore, recordSql, takeSql } from './holder.js';
+import { forgetSql, guardSql, holderOf, holderSql, mustRecord, recordBefore, recordSql, releaseSql, takeSql, tidySql } from './holder.js';
 import type { PgSchemaOptions } from './ident.js';
 import { advisoryKey, validateName, type AdvisoryKey } from './keys.js';
 import { schemaPending, tenureTables, type TenureTables } from './schema.js';
@@ -49,9 +49,9 @@ export const PG_LOCK_KEYS: OptionKeys<PgLockOptions> = { id: true, ttlMs: true, 
 /** How long an acquire waits for its holder row to be written (see #record). */
 const CLAIM_MS = 1000;
 
-/** The rows of the last statement of a multi-statement simple query. */
-export function lastRows(r: QueryResult | QueryResult[]): Record<string, unknown>[] {
-  const last = Array.isArray(r) ? r[r.length - 1] : r;
+/** The rows of the last statement of a multi-statement simple query (or of the one `back` statements before it). */
+export function lastRows(r: QueryResult | QueryResult[], back = 0): Record<string, unknown>[] {
+  const last = Array.isArray(r) ? r[r.length - 1 - back] : back === 0 ? r : undefined;
   return (last?.rows ?? []) as Record<string, unknown>[];
 }
 
@@ -140,16 +140,22 @@ export class PgSessionLock extends LeaseEmitter implements AsyncDisposable {
         const sentAt = this.#timing.clock.now();
         // The lock is the transaction's (see session.ts: a session-level lock broke behind a
         // transaction pooler); the fence comes after the grant, in the same statement.
-        const before = recordBefore(s.client, this.#tables, this.name, this.id);
-        const q = s.query(before + s.lockSql(takeSql(this.#key, tryOnly, this.#tables)));
+        const guarded = this.#timing.ttlMs !== undefined;
+        const before = recordBefore(s.client, this.#tables, this.name, this.id, guarded);
+        const q = s.query(before + s.lockSql(takeSql(this.#key, tryOnly, this.#tables)) + (guarded ? `; ${guardSql(s.client, this.#tables, this.name)}` : ''));
         // A try answers at once, so it is bounded like any call; a wait is bounded by the caller.
         const answered = tryOnly ? queryWithin(q, this.#timing.callTimeoutMs, `postgres lock '${this.name}': tryAcquire`, pgEndpoint(this.#pool), () => void s.close(true)) : q;
         const r = await raceSignal(answered, scope.signal).catch(async (e: unknown) => {
           answered.catch(() => undefined);
-          if (scope.signal.aborted) await settledWithin(s.abandon(q), ABANDON_GRACE_MS);
+          if (scope.signal.aborted) {
+            const waiter = (s.client as { processID?: unknown }).processID;
+            await settledWithin(s.abandon(q), ABANDON_GRACE_MS);
+            // A guarded waiter that gave up never held: its row must not make the next grantee wait.
+            if (guarded && typeof waiter === 'number') void this.#bounded(this.#pool.query(forgetSql(this.#tables), [this.name, waiter]), 'forget a waiter that gave up');
+          }
           throw toTenureError(e, `postgres lock '${this.name}': acquire`, pgEndpoint(this.#pool), scope.signal);
         });
-        const row = lastRows(r)[0] as { fence: string; pid: number } | undefined;
+        const row = lastRows(r, guarded ? 1 : 0)[0] as { fence: string; pid: number } | undefined;
         if (row === undefined) {
           await s.close();
           return undefined;
@@ -168,6 +174,16 @@ export class PgSessionLock extends LeaseEmitter implements AsyncDisposable {
           continue;
         }
         s.startHeartbeat(from);
+        if (guarded) {
+          const guard = lastRows(r)[0] as { dead: boolean; up_ms: string } | undefined;
+          if (!(await this.#outwait(s, guard, row.pid, scope.signal))) {
+            await s.close(true);
+            session = undefined;
+            if (tryOnly) return undefined;
+            continue;
+          }
+          s.endWith(releaseSql(s.client, this.#tables, this.name));
+        }
         const ctl = this.#lease(s, BigInt(fence));
         if (this.#closing.signal.aborted) await ctl.release();
         return this.announce(ctl.lease);
@@ -196,6 +212,39 @@ export class PgSessionLock extends LeaseEmitter implements AsyncDisposable {
       () => false,
     );
     return answered && this.#live(session, from) ? from : undefined;
+  }
+
+  /**
+   * The guard (holder.ts, guardSql): a grant that may follow a holder who still believes it holds
+   * — a participant whose backend died (its row is there: it may have died holding, on a cut link
+   * or a crash) or a server up for less than a lease — is handed out only after the longest such
+   * holder's local deadline can have passed: `ttlMs − safetyMarginMs` from now (every participant
+   * of a name uses the same `ttlMs`; their deadlines counted from a send before the loss, and now
+   * is after it), heartbeating meanwhile. Then the dead rows are tidied away. False: the grant was
+   * lost while it waited.
+   */
+  async #outwait(session: PgSession, guard: { dead: boolean; up_ms: string } | undefined, pid: number, signal: AbortSignal): Promise<boolean> {
+    const { ttlMs, safetyMarginMs } = this.#timing;
+    const span = ttlMs! - safetyMarginMs!;
+    const ms = Math.max(guard?.dead === false ? 0 : span, span - Number(guard?.up_ms ?? 0));
+    if (ms <= 0) return true;
+    this.logger.debug({ waitMs: Math.round(ms), dead: guard?.dead, upMs: guard?.up_ms }, 'postgres lock: granted after a holder may have been lost; waiting out its lease before handing it out');
+    await sleep(ms, AbortSignal.any([signal, session.signal])).catch((e: unknown) => {
+      if (signal.aborted) throw e;
+    });
+    if (session.signal.aborted) return false;
+    if (guard?.dead !== false) await this.#bounded(this.#pool.query(tidySql(this.#tables), [this.name, pid]), 'tidy the rows it waited out');
+    return true;
+  }
+
+  /** Best effort, within CLAIM_MS: a pool whose every connection waits for this very lock must not keep a holder from its lease. */
+  async #bounded(write: Promise<unknown>, what: string): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, CLAIM_MS)));
+    await Promise.race([write.then(() => undefined), bound])
+      .catch((e: unknown) => this.logger.debug({ err: e }, `postgres lock: could not ${what}`))
+      .finally(() => clearTimeout(timer));
+    write.catch(() => undefined);
   }
 
   /**
@@ -247,13 +296,7 @@ export class PgSessionLock extends LeaseEmitter implements AsyncDisposable {
    * written makes `holder()` show `pid:<pid>`, nothing worse.
    */
   async #record(pid: number): Promise<void> {
-    const write = this.#pool.query(recordSql(this.#tables), [this.name, pid, this.id]);
-    let timer: NodeJS.Timeout | undefined;
-    const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, CLAIM_MS)));
-    await Promise.race([write.then(() => undefined), bound])
-      .catch((e: unknown) => this.logger.debug({ err: e }, 'postgres lock: could not record the holder'))
-      .finally(() => clearTimeout(timer));
-    write.catch(() => undefined);
+    await this.#bounded(this.#pool.query(recordSql(this.#tables), [this.name, pid, this.id]), 'record the holder');
   }
 
   /**

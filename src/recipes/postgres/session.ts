@@ -66,6 +66,8 @@ export class PgSession {
   #keepTimer: NodeJS.Timeout | undefined;
   #lost = false;
   #returned = false;
+  /** What a clean close sends: the lock's transaction ends with it (see endWith). */
+  #endSql = 'ROLLBACK';
   readonly #onError = (e: unknown): void => this.#lose('connection-lost', e);
   readonly #onEnd = (): void => this.#lose('connection-lost');
 
@@ -130,6 +132,11 @@ export class PgSession {
     this.#scheduleBeat(sentAt);
   }
 
+  /** What a clean `close()` sends instead of ROLLBACK: statements that end the lock's transaction (a guarded lock deletes its row and commits). */
+  endWith(sql: string): void {
+    this.#endSql = sql;
+  }
+
   /** Runs a query on the pinned connection. */
   query(sql: string, params?: unknown[]): Promise<QueryResult> {
     return this.client.query(sql, params);
@@ -183,14 +190,14 @@ export class PgSession {
   }
 
   /**
-   * Ends the session: rolls back the lock's transaction (which releases its lock) and returns the
+   * Ends the session: rolls back the lock's transaction (or sends what `endWith` set), which releases its lock, and returns the
    * connection to the pool. With `destroy`, when it was lost, or when the rollback fails or is
    * late, the connection is closed instead, which ends the transaction at the server too.
    */
   async close(destroy = false): Promise<void> {
     this.#stopTimers();
     if (!this.#abort.signal.aborted) {
-      if (!destroy) await queryWithin(this.client.query('ROLLBACK'), this.#timing.callTimeoutMs, 'postgres session: rollback', undefined).catch(() => (destroy = true));
+      if (!destroy) await queryWithin(this.client.query(this.#endSql), this.#timing.callTimeoutMs, 'postgres session: end the transaction', undefined).catch(() => (destroy = true));
       this.#abort.abort(withoutStack(() => new LeaseLostError('closed', 'postgres session closed')));
     }
     this.#return(destroy || this.#lost);
