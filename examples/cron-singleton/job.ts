@@ -17,14 +17,16 @@
 import pg from 'pg';
 import { LeadershipManager, shutdownOnSignals, StaleFenceError } from '../../src/index.js';
 import { EtcdElection, EtcdSession } from '../../src/recipes/etcd/index.js';
-import { PostgresFencedResource } from '../../src/recipes/postgres/index.js';
+import { PostgresFencedResource, withXactLock } from '../../src/recipes/postgres/index.js';
 
 const [etcdUrl = 'http://127.0.0.1:2379', pgUrl = 'postgres://postgres@127.0.0.1:5432/postgres', expression = '* * * * * *', name = 'nightly-report'] = process.argv.slice(2);
 const id = `${name}-${process.pid}`;
 const say = (event: string, data: Record<string, unknown> = {}): void => console.log(JSON.stringify({ event, id, ...data }));
 
 const pool = new pg.Pool({ connectionString: pgUrl, max: 2 });
-await pool.query('CREATE TABLE IF NOT EXISTS nightly_reports (job text NOT NULL, tick timestamptz NOT NULL, runner text NOT NULL, fence bigint NOT NULL, PRIMARY KEY (job, tick))');
+// Copies start together, and concurrent CREATE TABLE IF NOT EXISTS can collide in the catalog
+// (a duplicate-key error): one copy at a time creates it, under a lock of its own.
+await withXactLock(pool, 'examples: create tables', ({ client }) => client.query('CREATE TABLE IF NOT EXISTS nightly_reports (job text NOT NULL, tick timestamptz NOT NULL, runner text NOT NULL, fence bigint NOT NULL, PRIMARY KEY (job, tick))'));
 const reports = new PostgresFencedResource(pool, `reports:${name}`);
 
 const session = await EtcdSession.create({ hosts: [etcdUrl], ttlMs: 2000 });

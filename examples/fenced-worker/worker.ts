@@ -12,7 +12,7 @@
  */
 import pg from 'pg';
 import { LeadershipManager, shutdownOnSignals, StaleFenceError } from '../../src/index.js';
-import { PgElection, PostgresFencedResource } from '../../src/recipes/postgres/index.js';
+import { PgElection, PostgresFencedResource, withXactLock } from '../../src/recipes/postgres/index.js';
 
 const [pgUrl = 'postgres://postgres@127.0.0.1:5432/postgres', name = 'ledger-worker'] = process.argv.slice(2);
 const id = `${name}-${process.pid}`;
@@ -20,7 +20,9 @@ const say = (event: string, data: Record<string, unknown> = {}): void => console
 
 const pool = new pg.Pool({ connectionString: pgUrl, max: 4 });
 pool.on('error', () => undefined);
-await pool.query('CREATE TABLE IF NOT EXISTS ledger_entries (seq bigserial PRIMARY KEY, ledger text NOT NULL, entry int NOT NULL, writer text NOT NULL, fence bigint NOT NULL)');
+// Copies start together, and concurrent CREATE TABLE IF NOT EXISTS can collide in the catalog
+// (a duplicate-key error): one copy at a time creates it, under a lock of its own.
+await withXactLock(pool, 'examples: create tables', ({ client }) => client.query('CREATE TABLE IF NOT EXISTS ledger_entries (seq bigserial PRIMARY KEY, ledger text NOT NULL, entry int NOT NULL, writer text NOT NULL, fence bigint NOT NULL)'));
 const ledger = new PostgresFencedResource(pool, `ledger:${name}`);
 
 const manager = new LeadershipManager(new PgElection(pool, name, { id, ttlMs: 2000 }), { drainTimeoutMs: 3000 });

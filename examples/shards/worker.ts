@@ -16,7 +16,7 @@
 import pg from 'pg';
 import { shutdownOnSignals, ShardManager, StaleFenceError } from '../../src/index.js';
 import { EtcdElection, EtcdMembership, EtcdSession } from '../../src/recipes/etcd/index.js';
-import { PostgresFencedResource } from '../../src/recipes/postgres/index.js';
+import { PostgresFencedResource, withXactLock } from '../../src/recipes/postgres/index.js';
 
 const [etcdUrl = 'http://127.0.0.1:2379', pgUrl = 'postgres://postgres@127.0.0.1:5432/postgres', count = '16', group = 'workers'] = process.argv.slice(2);
 const id = `${group}-${process.pid}`;
@@ -24,7 +24,9 @@ const say = (event: string, data: Record<string, unknown> = {}): void => console
 
 const pool = new pg.Pool({ connectionString: pgUrl, max: 4 });
 pool.on('error', () => undefined);
-await pool.query('CREATE TABLE IF NOT EXISTS shard_ledger (seq bigserial PRIMARY KEY, grp text NOT NULL, shard int NOT NULL, writer text NOT NULL, fence bigint NOT NULL)');
+// Copies start together, and concurrent CREATE TABLE IF NOT EXISTS can collide in the catalog
+// (a duplicate-key error): one copy at a time creates it, under a lock of its own.
+await withXactLock(pool, 'examples: create tables', ({ client }) => client.query('CREATE TABLE IF NOT EXISTS shard_ledger (seq bigserial PRIMARY KEY, grp text NOT NULL, shard int NOT NULL, writer text NOT NULL, fence bigint NOT NULL)'));
 const ledgers = new Map<number, PostgresFencedResource>();
 const ledger = (shard: number): PostgresFencedResource => {
   let r = ledgers.get(shard);

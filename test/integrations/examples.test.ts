@@ -182,7 +182,10 @@ describe('examples/shards', () => {
       // Only shards now c's moved, and each was released by its old owner before c acquired it.
       expect([...holding(a)].every((s) => before[0]!.has(s))).toBe(true);
       expect([...holding(b)].every((s) => before[1]!.has(s))).toBe(true);
-      expect(holding(c).size).toBeLessThan(SHARDS / 2 + 1);
+      // Every shard held by exactly one copy. How many c took is rendezvous hashing's draw over the
+      // three ids (settled() checked it is exactly that): about 1/M, but 7 or 8 of 12 happens.
+      const all = [a, b, c].flatMap((x) => [...holding(x)]);
+      expect(all.sort((x, y) => x - y)).toEqual(Array.from({ length: SHARDS }, (_, i) => i));
       for (const l of c.lines.filter((x) => x.event === 'acquired')) {
         const owner = [a, b].find((o) => o.lines.some((x) => x.event === 'released' && x.shard === l.shard));
         expect(owner?.lines.find((x) => x.event === 'released' && x.shard === l.shard)?.moved, `shard ${l.shard as number} moved`).toBe(true);

@@ -88,6 +88,9 @@ export class PgSessionLock extends LeaseEmitter implements AsyncDisposable {
   readonly #timing: PgTiming;
   #held: LeaseController | undefined;
   #busy = false;
+  /** The acquire under way, and the row deletions of given-up guarded waits: close() lets them finish. */
+  #taking: Promise<unknown> | undefined;
+  readonly #forgetting = new Set<Promise<void>>();
   readonly #closing = new AbortController();
 
   constructor(pool: Pool, name: string, options?: PgLockOptions) {
@@ -114,12 +117,23 @@ export class PgSessionLock extends LeaseEmitter implements AsyncDisposable {
 
   /** Waits for the lock. On abort or timeout the waiting connection is closed (which ends the wait). */
   async acquire(options?: WaitOptions): Promise<Lease> {
-    return (await this.#take(options, false))!;
+    return (await this.#tracked(this.#take(options, false)))!;
   }
 
   /** One try: the lease, or undefined when another session holds the lock. */
   tryAcquire(options?: WaitOptions): Promise<Lease | undefined> {
-    return this.#take(options, true);
+    return this.#tracked(this.#take(options, true));
+  }
+
+  #tracked<T>(p: Promise<T>): Promise<T> {
+    this.#taking = p;
+    p.then(
+      () => undefined,
+      () => undefined,
+    ).finally(() => {
+      if (this.#taking === p) this.#taking = undefined;
+    });
+    return p;
   }
 
   async #take(options: WaitOptions | undefined, tryOnly: boolean): Promise<Lease | undefined> {
@@ -151,7 +165,11 @@ export class PgSessionLock extends LeaseEmitter implements AsyncDisposable {
             const waiter = (s.client as { processID?: unknown }).processID;
             await settledWithin(s.abandon(q), ABANDON_GRACE_MS);
             // A guarded waiter that gave up never held: its row must not make the next grantee wait.
-            if (guarded && typeof waiter === 'number') void this.#bounded(this.#pool.query(forgetSql(this.#tables), [this.name, waiter]), 'forget a waiter that gave up');
+            if (guarded && typeof waiter === 'number') {
+              const forget = this.#bounded(this.#pool.query(forgetSql(this.#tables), [this.name, waiter]), 'forget a waiter that gave up');
+              this.#forgetting.add(forget);
+              void forget.finally(() => this.#forgetting.delete(forget));
+            }
           }
           throw toTenureError(e, `postgres lock '${this.name}': acquire`, pgEndpoint(this.#pool), scope.signal);
         });
@@ -325,7 +343,11 @@ export class PgSessionLock extends LeaseEmitter implements AsyncDisposable {
   /** Aborts a pending acquire (ClosedError), releases a held lease, refuses further use. Idempotent. */
   async close(): Promise<void> {
     if (!this.#closing.signal.aborted) this.#closing.abort(new ClosedError(`postgres lock '${this.name}'`));
+    // A wait the close ended settles within ABANDON_GRACE_MS; a guarded one then deletes its row
+    // (bounded): a process that exits right after close() must not leave it for the next grantee to wait out.
+    if (this.#taking) await settledWithin(this.#taking, ABANDON_GRACE_MS + 100);
     await this.#held?.release().catch(() => undefined);
+    if (this.#forgetting.size > 0) await Promise.all([...this.#forgetting]);
   }
 
   /** Same as `close()`, for `await using`. */
