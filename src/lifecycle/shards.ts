@@ -85,7 +85,7 @@ export class ShardManager extends EventEmitter<ShardEvents> implements AsyncDisp
     this.#drainMs = optionalNumber('drainTimeoutMs', o.drainTimeoutMs, 10_000, { integer: true, min: 0, max: 2 ** 31 - 1 });
     this.#backoff = backoffOptions(o.backoff, 'backoff', { initialMs: 100, maxMs: 5000 });
     this.#settleMs = optionalNumber('settleMs', o.settleMs, 250, { integer: true, min: 0, max: 600_000 });
-    this.#logger = optionalLogger(o.logger, { name: 'shards', group: membership.group, id: membership.id });
+    this.#logger = optionalLogger(o.logger, { component: 'shards', group: membership.group, id: membership.id });
   }
 
   /** Adds a hook run at the start of every shard term (they run concurrently; the drain waits for all). */

@@ -47,7 +47,7 @@ export class PgMembership extends StoreMembership {
     const internal = `\u0001members\u0001${name}`;
     const key = advisoryKey(internal, { namespace: o.namespace, schema: tables.schema });
     const intervalMs = optionalNumber('observeIntervalMs', o.observeIntervalMs, 1000, { min: 10, max: 2 ** 31 - 1 });
-    const logger = optionalLogger(o.logger, { name: 'postgres-membership', group: name, id });
+    const logger = optionalLogger(o.logger, { component: 'postgres-membership', group: name, id });
     super(name, id, weight, new PgMembers(p, name, internal, key, tables, timing, { id, weight }, intervalMs, logger));
   }
 }

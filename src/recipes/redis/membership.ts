@@ -95,7 +95,7 @@ export class RedisMembership extends StoreMembership {
         intervalMs: optionalNumber('observeIntervalMs', o.observeIntervalMs, 1000, { min: 10, max: 2 ** 31 - 1 }),
         callTimeoutMs: optionalNumber('callTimeoutMs', o.callTimeoutMs, 5000, { integer: true, min: 1, max: 2 ** 31 - 1 }),
         clock: optionalClock(o.clock),
-        logger: optionalLogger(o.logger, { name: 'redis-membership', group: name, id }),
+        logger: optionalLogger(o.logger, { component: 'redis-membership', group: name, id }),
       }),
     );
   }
