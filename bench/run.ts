@@ -1,9 +1,10 @@
 /**
  * `npm run bench [filter…] [--duration ms-per-round]`: runs every bench/*.bench.ts case (or those whose
- * group contains a filter word), prints one table and writes it to bench/RESULTS.md (a full run)
- * or .bench-results/ (a filtered one).
+ * group contains a filter word), prints one table and writes it to bench/RESULTS.md (a full run:
+ * the header and the table are replaced, the hand-written `## ` sections below them kept) or
+ * .bench-results/ (a filtered one).
  */
-import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { cpus, loadavg } from 'node:os';
@@ -53,7 +54,17 @@ const out = `# tenure benchmarks\n\nMachine: ${cpus().length} × ${cpus()[0]?.mo
 // Only a full run replaces bench/RESULTS.md; a filtered run goes to .bench-results/ (not committed).
 const target = filters.length > 0 ? join(here, '..', '.bench-results', `${filters.join('-').replace(/[^\w-]/g, '_')}.md`) : join(here, 'RESULTS.md');
 mkdirSync(dirname(target), { recursive: true });
-writeFileSync(target, out);
+// The sections written by hand below the table (targets met or missed, definitions, the
+// before/after runs) stay: a full run replaces the header and the table only.
+const previous = filters.length > 0 ? '' : (() => {
+  try {
+    return readFileSync(target, 'utf8');
+  } catch {
+    return '';
+  }
+})();
+const notesAt = previous.indexOf('\n## ');
+writeFileSync(target, notesAt >= 0 ? `${out}${previous.slice(notesAt)}` : out);
 console.log(out);
 console.error(`bench: wrote ${target}`);
 process.exit(0);
