@@ -92,6 +92,26 @@ it('a clean release hands the lock over at once: the guard does not hold it back
   expect(lines).toEqual([]);
 });
 
+it("a holder that lost its own connection takes the lock again without waiting out itself (this process saw that lease end)", async () => {
+  const proxy = await new FaultProxy({ target: { port: server.port } }).start();
+  proxies.push(proxy);
+  const via = makePool({ ...server.connectionConfig, port: proxy.port, max: 2 });
+  try {
+    const { lines, logger } = guardLog();
+    const lock = new PgSessionLock(via, 'guard-self', { ttlMs: TTL_MS, logger: logger as never });
+    const first = await lock.acquire();
+    proxy.cut();
+    await new Promise((r) => first.signal.addEventListener('abort', r, { once: true }));
+    const again = await lock.acquire({ timeoutMs: 10_000 });
+    expect(again.fence).toBeGreaterThan(first.fence);
+    expect(lines).toEqual([]);
+    await again.release();
+    // Another participant would have waited: its own grant after a cut holder is the guarded case above.
+  } finally {
+    await via.end();
+  }
+});
+
 it('after a server crash, a grant waits until the server has been up for a lease (every lock went with it)', async () => {
   const { lines, logger } = guardLog();
   const lock = new PgSessionLock(pool, 'guard-restart', { ttlMs: TTL_MS, logger: logger as never });

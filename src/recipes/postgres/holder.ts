@@ -80,10 +80,14 @@ export function mustRecord(client: PoolClient, pid: number, t: TenureTables, nam
  * says whether a participant of the name has a row whose backend is gone (it may have died
  * holding; a clean release deletes its row with the lock, in one commit), and how long the server
  * has been up (every lock of a crashed or restarted server went with it, and the rows of an
- * unlogged table with them). `$me` is this backend.
+ * unlogged table with them). `over`: backends of this process's own sessions of the name whose
+ * end it has seen (their leases' signals have aborted, so nobody believes on them): their rows are
+ * no reason to wait — a holder that lost its own connection campaigns again without waiting out
+ * itself.
  */
-export function guardSql(client: PoolClient, t: TenureTables, name: string): string {
-  return `SELECT EXISTS (SELECT 1 FROM ${t.holder} h WHERE h.name = ${client.escapeLiteral(name)} AND h.pid <> pg_backend_pid()
+export function guardSql(client: PoolClient, t: TenureTables, name: string, over: readonly number[] = []): string {
+  const known = over.length === 0 ? '' : ` AND h.pid <> ALL (ARRAY[${over.map((p) => p | 0).join(',')}]::int[])`;
+  return `SELECT EXISTS (SELECT 1 FROM ${t.holder} h WHERE h.name = ${client.escapeLiteral(name)} AND h.pid <> pg_backend_pid()${known}
       AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = h.pid)) AS dead,
     (extract(epoch FROM clock_timestamp() - pg_postmaster_start_time()) * 1000)::bigint::text AS up_ms`;
 }

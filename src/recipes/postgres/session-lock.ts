@@ -46,6 +46,20 @@ export interface PgLockOptions extends PgSchemaOptions {
 /** @internal the keys of {@link PgLockOptions}. */
 export const PG_LOCK_KEYS: OptionKeys<PgLockOptions> = { id: true, ttlMs: true, safetyMarginMs: true, callTimeoutMs: true, namespace: true, logger: true, clock: true, schema: true };
 
+/**
+ * Per pool, and per schema NUL name: the backends of this process's own granted sessions whose
+ * end it has seen (the lease's signal aborted), the newest 64. See guardSql's `over`.
+ */
+const endedHere = new WeakMap<Pool, Map<string, number[]>>();
+
+function endedOf(pool: Pool, key: string): number[] {
+  let m = endedHere.get(pool);
+  if (!m) endedHere.set(pool, (m = new Map()));
+  let pids = m.get(key);
+  if (!pids) m.set(key, (pids = []));
+  return pids;
+}
+
 /** How long an acquire waits for its holder row to be written (see #record). */
 const CLAIM_MS = 1000;
 
@@ -92,6 +106,8 @@ export class PgSessionLock extends LeaseEmitter implements AsyncDisposable {
   #taking: Promise<unknown> | undefined;
   readonly #forgetting = new Set<Promise<void>>();
   readonly #closing = new AbortController();
+  /** schema NUL name: this lock's key in endedHere. */
+  readonly #slot: string;
 
   constructor(pool: Pool, name: string, options?: PgLockOptions) {
     super();
@@ -103,6 +119,7 @@ export class PgSessionLock extends LeaseEmitter implements AsyncDisposable {
     this.logger = optionalLogger(o.logger, { component: 'postgres-lock', lock: this.name });
     this.#tables = tenureTables(o.schema);
     this.#key = advisoryKey(this.name, { namespace: o.namespace, schema: this.#tables.schema });
+    this.#slot = `${this.#tables.schema}\u0000${this.name}`;
   }
 
   /** The advisory key this name maps to. */
@@ -156,7 +173,8 @@ export class PgSessionLock extends LeaseEmitter implements AsyncDisposable {
         // transaction pooler); the fence comes after the grant, in the same statement.
         const guarded = this.#timing.ttlMs !== undefined;
         const before = recordBefore(s.client, this.#tables, this.name, this.id, guarded);
-        const q = s.query(before + s.lockSql(takeSql(this.#key, tryOnly, this.#tables)) + (guarded ? `; ${guardSql(s.client, this.#tables, this.name)}` : ''));
+        const over = guarded ? endedOf(this.#pool, this.#slot) : [];
+        const q = s.query(before + s.lockSql(takeSql(this.#key, tryOnly, this.#tables)) + (guarded ? `; ${guardSql(s.client, this.#tables, this.name, over)}` : ''));
         // A try answers at once, so it is bounded like any call; a wait is bounded by the caller.
         const answered = tryOnly ? queryWithin(q, this.#timing.callTimeoutMs, `postgres lock '${this.name}': tryAcquire`, pgEndpoint(this.#pool), () => void s.close(true)) : q;
         const r = await raceSignal(answered, scope.signal).catch(async (e: unknown) => {
@@ -175,6 +193,7 @@ export class PgSessionLock extends LeaseEmitter implements AsyncDisposable {
         });
         const row = lastRows(r, guarded ? 1 : 0)[0] as { fence: string; pid: number } | undefined;
         if (row === undefined) {
+          if (guarded) s.endWith(releaseSql(s.client, this.#tables, this.name)); // a try that took nothing keeps no row
           await s.close();
           return undefined;
         }
@@ -203,6 +222,15 @@ export class PgSessionLock extends LeaseEmitter implements AsyncDisposable {
           s.endWith(releaseSql(s.client, this.#tables, this.name));
         }
         const ctl = this.#lease(s, BigInt(fence));
+        if (guarded && (s.client as { processID?: unknown }).processID === row.pid) {
+          // This process sees this lease end: its backend's row is then no reason for its own next grant to wait.
+          const pid = row.pid;
+          ctl.lease.signal.addEventListener('abort', () => {
+            const pids = endedOf(this.#pool, this.#slot);
+            if (!pids.includes(pid)) pids.push(pid);
+            if (pids.length > 64) pids.shift();
+          }, { once: true });
+        }
         if (this.#closing.signal.aborted) await ctl.release();
         return this.announce(ctl.lease);
       }
