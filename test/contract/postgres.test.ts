@@ -22,10 +22,10 @@ afterAll(async () => {
   await server?.stop();
 });
 
-/** Backend pids that hold or wait for the advisory lock of `name`. */
-async function lockers(name: string): Promise<number[]> {
+/** Backend pids that hold (or, unless `heldOnly`, wait for) the advisory lock of `name`. */
+async function lockers(name: string, heldOnly = false): Promise<number[]> {
   const k = advisoryKey(name);
-  const r = await pool.query(`SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 2 AND classid = $1::bigint::oid AND objid = $2::bigint::oid`, [k.namespace >>> 0, k.key >>> 0]);
+  const r = await pool.query(`SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 2 AND classid = $1::bigint::oid AND objid = $2::bigint::oid${heldOnly ? ' AND granted' : ''}`, [k.namespace >>> 0, k.key >>> 0]);
   return r.rows.map((row: { pid: number }) => row.pid);
 }
 
@@ -34,8 +34,10 @@ const backend = (): CandidateBackend => ({
   async make(name, id, clock) {
     return new PgElection(pool, name, { id, ttlMs: 3000, backoff: { initialMs: 10, maxMs: 100 }, observeIntervalMs: 100, ...(clock ? { clock } : {}) });
   },
+  // Only the holder's backend: a waiter's, ended a moment later, may by then hold the next term
+  // (the observe case then saw that term end before it could read it, and waited for it in vain).
   async loseFromOutside(_candidate, term) {
-    for (const pid of await lockers(term.name)) await pool.query('SELECT pg_terminate_backend($1)', [pid]);
+    for (const pid of await lockers(term.name, true)) await pool.query('SELECT pg_terminate_backend($1)', [pid]);
   },
   async participants(name) {
     return (await lockers(name)).length;

@@ -84,11 +84,19 @@ export function mustRecord(client: PoolClient, pid: number, t: TenureTables, nam
  * end it has seen (their leases' signals have aborted, so nobody believes on them): their rows are
  * no reason to wait — a holder that lost its own connection campaigns again without waiting out
  * itself.
+ *
+ * "Gone" includes a backend on its way out: an ending backend frees its locks (and so wakes the
+ * grantee) before it leaves pg_stat_activity, where it stays a moment as it was, typically 'idle
+ * in transaction' (1 grant in 40 read it there after a pg_terminate_backend). A live backend in
+ * a transaction always holds its own virtualxid lock, an ending one no longer does; one that is
+ * 'idle' is in no transaction and so holds nothing. So a row counts as possibly lost unless its
+ * backend is idle or holds its virtualxid.
  */
 export function guardSql(client: PoolClient, t: TenureTables, name: string, over: readonly number[] = []): string {
   const known = over.length === 0 ? '' : ` AND h.pid <> ALL (ARRAY[${over.map((p) => p | 0).join(',')}]::int[])`;
   return `SELECT EXISTS (SELECT 1 FROM ${t.holder} h WHERE h.name = ${client.escapeLiteral(name)} AND h.pid <> pg_backend_pid()${known}
-      AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = h.pid)) AS dead,
+      AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = h.pid
+        AND (a.state = 'idle' OR EXISTS (SELECT 1 FROM pg_locks v WHERE v.pid = a.pid AND v.locktype = 'virtualxid')))) AS dead,
     (extract(epoch FROM clock_timestamp() - pg_postmaster_start_time()) * 1000)::bigint::text AS up_ms`;
 }
 
