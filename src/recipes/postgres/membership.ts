@@ -7,7 +7,7 @@ import { optionalClock, optionalLogger, type Logger } from '../../core/options.j
 import { optionalWeight, StoreMembership, type MembershipDriver } from '../../core/store-membership.js';
 import { optionalId, optionalNumber, requireOptions } from '../../core/validate.js';
 import { pgEndpoint, queryWithin, toTenureError } from './errors.js';
-import { recordSql } from './holder.js';
+import { recordSql, releaseSql } from './holder.js';
 import { advisoryKey, keyArgs, validateName, type AdvisoryKey } from './keys.js';
 import { schemaPending, tenureTables, type TenureTables } from './schema.js';
 import { PgSession, pgTiming, type PgTiming } from './session.js';
@@ -101,7 +101,13 @@ class PgMembers implements MembershipDriver {
       this.#mine = { session, pid };
       return session.signal;
     } catch (e) {
-      await session.close(true);
+      if (e instanceof BusyError) {
+        // Refused, the store answering: its row and its hold go in one commit before the refusal
+        // is out. A destroyed connection's backend holds the lock a moment longer, and the
+        // refused member was then read as a live one (by itself, its twin's weight).
+        session.endWith(releaseSql(session.client, this.#t, this.#name));
+        await session.close();
+      } else await session.close(true);
       throw toTenureError(e, `${this.what}: join`, pgEndpoint(this.#pool));
     }
   }
