@@ -105,7 +105,7 @@ async function run({ durationMs }: { durationMs: number }): Promise<BenchRow[]> 
       const r = await timeLoop(async () => (await one.acquire())(), durationMs);
       const server = await serverCost(admin);
       await one.close();
-      return { ...r, serverUsPerCycle: server.usec / r.count, callsPerCycle: server.calls / r.count };
+      return { ...r, serverUsPerCycle: server.usec / r.calls, callsPerCycle: server.calls / r.calls };
     }, (r) => r.opsPerSec);
     for (const [impl, { median: r, keys }] of solo) {
       rows.push({ group: 'redis lock', scenario: 'uncontended acquire+release', impl, opsPerSec: r.opsPerSec, p50Ms: r.p50Ms, p99Ms: r.p99Ms, notes: notes(`server: ${r.callsPerCycle.toFixed(2)} commands, ${r.serverUsPerCycle.toFixed(1)} µs per cycle`, spread(keys, 'ops/s')) });

@@ -19,7 +19,8 @@ const CURATOR = 'Curator 5.4 InterProcessMutex';
 const TENURE = 'tenure InterProcessMutex';
 const NAIVE = 'naive getChildren-watch lock';
 
-type Solo = { opsPerSec: number; p50Ms: number; p99Ms: number; count: number };
+/** `calls`: every call the loop made, its untimed warm-up included (absent: the peer counts only the timed ones). */
+type Solo = { opsPerSec: number; p50Ms: number; p99Ms: number; count: number; calls?: number };
 type Ten = { opsPerSec: number; p50Ms: number; p99Ms: number; min: number; max: number; wakeUpsPerGrant?: number };
 type Hand = { p50Ms: number; p99Ms: number; count: number };
 
@@ -148,7 +149,7 @@ async function mutexRows(zk: ZooKeeperServer, peer: CuratorPeer, durationMs: num
     const before = await packetsReceived(zk);
     const r = await impls.get(impl)!.uncontended(`/bench/${slug(impl)}/u`, durationMs);
     const requests = (await packetsReceived(zk)) - before - 1; // minus the mntr itself
-    return { ...r, requestsPerCycle: requests / r.count };
+    return { ...r, requestsPerCycle: requests / (r.calls ?? r.count) };
   }, (r) => r.opsPerSec);
   const ten = await interleaved(names, (impl) => impls.get(impl)!.contended(`/bench/${slug(impl)}/c`, durationMs), (r) => r.opsPerSec);
   const hand = await interleaved(names, (impl) => impls.get(impl)!.handoff(`/bench/${slug(impl)}/h`, durationMs), (r) => r.p50Ms);
