@@ -2,7 +2,7 @@ import type pg from 'pg';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { PgSessionLock } from '../../src/recipes/postgres/index.js';
 import { FaultProxy, PostgresServer, spawnWorker, type WorkerHandle } from '../../src/testing/index.js';
-import { fixture, makePool } from './helpers.js';
+import { advisoryLocks, fixture, makePool } from './helpers.js';
 import { pollValue } from '../helpers/wait.js';
 
 /**
@@ -140,9 +140,8 @@ it('a holder whose backend is terminated: every grant after it waits out its dea
       const held = await a.acquire({ timeoutMs: 10_000 });
       const next = b.acquire({ timeoutMs: 10_000 });
       const backend = await pollValue(async () => {
-        const r = await pool.query("SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 2 AND classid = $1::bigint::oid AND objid = $2::bigint::oid AND granted", [a.key.namespace >>> 0, a.key.key >>> 0]);
-        const waiting = await pool.query("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 2 AND objid = $1::bigint::oid AND NOT granted", [a.key.key >>> 0]);
-        return waiting.rows[0].n === 1 ? (r.rows[0]?.pid as number | undefined) : undefined;
+        const name = (await advisoryLocks(pool)).filter((l) => l.classid === a.key.namespace >>> 0 && l.objid === a.key.key >>> 0);
+        return name.some((l) => !l.granted) ? name.find((l) => l.granted)?.pid : undefined; // b queued behind a
       }, 5000);
       await pool.query('SELECT pg_terminate_backend($1)', [backend]);
       await (await next).release();
