@@ -99,7 +99,10 @@ export function cronPlan(expression: string, options?: CronScheduleOptions): Pla
     missed: (last) => {
       if (catchUpMs === 0) return undefined;
       const now = wallNow();
-      const at = cron.previousRuns(1, new Date(now))[0];
+      // The latest tick at or before now: croner's previousRuns is strictly before its date and
+      // nextRun strictly after, so a tick due at the very millisecond of a term's start was
+      // neither caught up nor next (a full-suite run caught up the tick a second older).
+      const at = cron.previousRuns(1, new Date(now + 1))[0];
       if (!at || at.getTime() < now - catchUpMs || (last && at.getTime() <= last.t)) return undefined;
       return { t: at.getTime(), at };
     },
