@@ -1,6 +1,6 @@
 import { EventEmitter } from 'eventemitter3';
 import { LeaseLostError } from './errors.js';
-import type { Lease } from './lease.js';
+import { controllerOf, onLeaseEnd, type Lease } from './lease.js';
 
 /**
  * The events of every lock and candidate, the same names on all four backends, each fired once
@@ -23,14 +23,6 @@ export interface LeaseEvents {
   error: (error: unknown, lease: Lease | undefined) => void;
 }
 
-/** Where a {@link LeaseController} reports failures no caller awaits, per lease. */
-const errorSinks = new WeakMap<Lease, (error: unknown) => void>();
-
-/** @internal Called by the lease's controller where it logs a failure no caller awaits. */
-export function reportLeaseError(lease: Lease, error: unknown): void {
-  errorSinks.get(lease)?.(error);
-}
-
 /**
  * The base of every lock and candidate: it announces each lease it hands out. The recipes call
  * {@link LeaseEmitter.announce} at the one place a lease is handed to the caller, so the order of
@@ -43,16 +35,19 @@ export class LeaseEmitter extends EventEmitter<LeaseEvents> {
    * @internal
    */
   protected announce<L extends Lease>(lease: L, quiet?: () => boolean): L {
-    errorSinks.set(lease, (e) => this.emit('error', e, lease));
-    const ended = (): void => {
-      if (quiet?.()) return;
-      const reason: unknown = lease.signal.reason;
-      if (reason instanceof LeaseLostError && reason.reason === 'released') this.emit('released', lease);
-      else this.emit('lost', reason instanceof LeaseLostError ? reason : new LeaseLostError('session-lost', `${lease.name}: lease lost`, { cause: reason, fence: lease.fence }), lease);
-    };
+    // Where the lease's controller reports failures no caller awaits (it logs them too).
+    const ctl = controllerOf(lease);
+    if (ctl) ctl.errorSink = (e) => this.emit('error', e, lease);
     this.emit('granted', lease);
-    if (lease.signal.aborted) ended();
-    else lease.signal.addEventListener('abort', ended, { once: true });
+    // (not through lease.signal: a lease whose holder never reads it need not make one)
+    onLeaseEnd(lease, (reason, error) => {
+      if (quiet?.()) return;
+      if (reason === 'released') this.emit('released', lease);
+      else {
+        const e = error();
+        this.emit('lost', e instanceof LeaseLostError ? e : new LeaseLostError('session-lost', `${lease.name}: lease lost`, { cause: e, fence: lease.fence }), lease);
+      }
+    });
     return lease;
   }
 }

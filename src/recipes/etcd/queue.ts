@@ -1,7 +1,7 @@
 import type { ICompare, IKeyValue, IRequestOp, ITxnResponse } from 'etcd3';
 import { etcd3 } from './peer.js';
 import { LeaseController } from '../../core/lease.js';
-import { LeaseLostError, SessionExpiredError, TenureError } from '../../core/errors.js';
+import { SessionExpiredError, TenureError } from '../../core/errors.js';
 import { prefixEnd, retryingTxn } from './kv.js';
 import { refuseNested } from './names.js';
 import type { LeaseEpoch } from './epoch.js';
@@ -320,12 +320,11 @@ export class RevisionQueue {
     const detach = this.#holderWatch.attach(slot.epoch, slot.keyBuf, fence, () => ctl.lose('expired', undefined, `${this.what}: own key ${slot.key} was deleted (lease revoked or key removed)`));
     const onLost = (): void => {
       detach();
-      const reason: unknown = ctl.lease.signal.reason;
       // Lost, not released: the session lease is gone (or the key is); nothing left to delete.
-      if (!(reason instanceof LeaseLostError && reason.reason === 'released')) end();
+      if (ctl.endReason !== 'released') end();
     };
-    if (ctl.lease.signal.aborted) onLost();
-    else ctl.lease.signal.addEventListener('abort', onLost, { once: true });
+    if (ctl.ended) onLost();
+    else ctl.onEnd(onLost);
     return ctl;
   }
 }

@@ -225,11 +225,11 @@ export class PgSessionLock extends LeaseEmitter implements AsyncDisposable {
         if (guarded && (s.client as { processID?: unknown }).processID === row.pid) {
           // This process sees this lease end: its backend's row is then no reason for its own next grant to wait.
           const pid = row.pid;
-          ctl.lease.signal.addEventListener('abort', () => {
+          ctl.onEnd(() => {
             const pids = endedOf(this.#pool, this.#slot);
             if (!pids.includes(pid)) pids.push(pid);
             if (pids.length > 64) pids.shift();
-          }, { once: true });
+          });
         }
         if (this.#closing.signal.aborted) await ctl.release();
         return this.announce(ctl.lease);
@@ -323,13 +323,9 @@ export class PgSessionLock extends LeaseEmitter implements AsyncDisposable {
         await session.close(session.signal.aborted);
       },
     });
-    ctl.lease.signal.addEventListener(
-      'abort',
-      () => {
-        if (this.#held === ctl) this.#held = undefined;
-      },
-      { once: true },
-    );
+    ctl.onEnd(() => {
+      if (this.#held === ctl) this.#held = undefined;
+    });
     this.#held = ctl;
     return ctl;
   }

@@ -165,14 +165,22 @@ async function run<T>(pool: Pool, p: Prepared, mode: 'wait' | 'try', fn: (ctx: X
     scope?.dispose();
     controller = new LeaseController({ name: p.name, fence: BigInt(fence), release: async () => undefined });
     const lease = controller.lease;
-    const value = await fn({ client, fence: lease.fence, signal: lease.signal, lease });
-    if (lease.signal.aborted) throw lease.signal.reason; // the connection died: nothing committed
+    const ctl = controller;
+    const value = await fn({
+      client,
+      fence: lease.fence,
+      get signal() {
+        return lease.signal; // (made on first read: see LeaseController)
+      },
+      lease,
+    });
+    if (ctl.ended) throw ctl.endError; // the connection died: nothing committed
     await queryWithin(client.query('COMMIT'), callTimeoutMs, `${what}: commit`, endpoint, cut);
     open = false;
     return { acquired: true, value };
   } catch (e) {
     if (open && !destroy) await queryWithin(client.query('ROLLBACK'), callTimeoutMs, `${what}: rollback`, endpoint).catch((err: Error) => (destroy = err));
-    throw e instanceof LeaseLostError || !controller?.lease.signal.aborted ? e : controller.lease.signal.reason;
+    throw e instanceof LeaseLostError || !controller?.ended ? e : controller.endError;
   } finally {
     signal?.removeEventListener('abort', onAbort);
     scope?.dispose();

@@ -273,15 +273,11 @@ export class RedisLock extends LeaseEmitter implements AsyncDisposable {
         this.logger.debug({ fence: String(fence) }, 'released');
       },
     });
-    controller.lease.signal.addEventListener(
-      'abort',
-      () => {
-        watchdog.stop(); // however it ended: no renew of a lease its holder was told it lost
-        this.#listener.unwatch(token);
-        if (this.#held === controller) this.#held = undefined;
-      },
-      { once: true },
-    );
+    controller.onEnd(() => {
+      watchdog.stop(); // however it ended: no renew of a lease its holder was told it lost
+      this.#listener.unwatch(token);
+      if (this.#held === controller) this.#held = undefined;
+    });
     this.#listener.watchHolder(token, () => controller.lose('expired', undefined, `${this.name}: the lock was granted to another holder (our key was deleted or expired)`));
     this.#held = controller;
     this.logger.info({ fence: String(fence) }, 'acquired');

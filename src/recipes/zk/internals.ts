@@ -1,4 +1,3 @@
-import { LeaseLostError } from '../../core/errors.js';
 import { LeaseController } from '../../core/lease.js';
 import { NodeGoneError, type LockDriver } from './drivers.js';
 import { awaitCleanup, CLEANUP_GRACE_MS, createProtected, deleteEventually, deleteOwnNode, reconnected, retrying, statOf, waitForDeletion } from './nodes.js';
@@ -152,12 +151,10 @@ export class LockInternals {
     const onAbort = (): void => {
       dropWatcher(client, held.path, ownWatcher);
       onEnd?.();
-      const r: unknown = ctl.lease.signal.reason;
-      if (!(r instanceof LeaseLostError && r.reason === 'released')) void deleteOwnNode(session, held.conn, held.path).catch(() => undefined);
+      if (ctl.endReason !== 'released') void deleteOwnNode(session, held.conn, held.path).catch(() => undefined);
     };
-    // Claimed in an epoch that has ended already: end at once (after the caller has the controller).
-    if (ctl.lease.signal.aborted) queueMicrotask(onAbort);
-    else ctl.lease.signal.addEventListener('abort', onAbort, { once: true });
+    // Claimed in an epoch that has ended already: ends at once (on a microtask, after the caller has the controller).
+    ctl.onEnd(onAbort);
     return ctl;
   }
 
