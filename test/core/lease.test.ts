@@ -149,6 +149,59 @@ describe('Lease', () => {
   });
 });
 
+describe('Lease signal made on first read', () => {
+  it('a signal first read after the end is already aborted, with the reason and the fence of that end', () => {
+    const released = new LeaseController({ name: 'jobs', fence: 7n, release: async () => undefined });
+    void released.release();
+    expect(released.lease.signal.aborted).toBe(true);
+    const r = released.lease.signal.reason as LeaseLostError;
+    expect(r).toBeInstanceOf(LeaseLostError);
+    expect(r.reason).toBe('released');
+    expect(r.fence).toBe(7n);
+    expect(released.lease.signal).toBe(released.lease.signal); // one signal, whenever read
+
+    const cause = new Error('link gone');
+    const lost = new LeaseController({ name: 'jobs', fence: 8n, release: async () => undefined });
+    lost.lose('expired', cause);
+    expect(lost.lease.lostReason).toBe('expired');
+    expect(() => lost.lease.throwIfLost()).toThrow(LeaseLostError);
+    const e = lost.lease.signal.reason as LeaseLostError;
+    expect(e.reason).toBe('expired');
+    expect(e.cause).toBe(cause);
+    let thrown: unknown;
+    try {
+      lost.lease.throwIfLost();
+    } catch (x) {
+      thrown = x;
+    }
+    expect(thrown).toBe(e); // the same error everywhere
+  });
+
+  it("onEnd callbacks run in order with the signal's listeners, whether the signal was made before, between or never", () => {
+    const order: string[] = [];
+    const never = new LeaseController({ name: 'a', fence: 1n, release: async () => undefined });
+    never.onEnd(() => order.push(`hook sees aborted=${never.lease.signal.aborted}`));
+    never.lose('expired');
+    expect(order).toEqual(['hook sees aborted=true']);
+
+    order.length = 0;
+    const between = new LeaseController({ name: 'b', fence: 1n, release: async () => undefined });
+    between.onEnd(() => order.push('hook 1'));
+    between.lease.signal.addEventListener('abort', () => order.push('listener'));
+    between.onEnd(() => order.push('hook 2'));
+    between.lose('expired');
+    expect(order).toEqual(['hook 1', 'listener', 'hook 2']);
+  });
+
+  it('a frozen object: its fields cannot be rewritten', () => {
+    const c = new LeaseController({ name: 'jobs', fence: 3n, release: async () => undefined });
+    expect(Object.isFrozen(c.lease)).toBe(true);
+    expect(() => {
+      (c.lease as { fence: bigint }).fence = 99n;
+    }).toThrow(TypeError);
+  });
+});
+
 describe('LeaseController validation', () => {
   const release = async (): Promise<void> => undefined;
   it.each<[string, Record<string, unknown>]>([
