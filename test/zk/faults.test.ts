@@ -70,7 +70,8 @@ describe('watch removal', () => {
         const block = text.split(/\n(?=0x)/).find((b) => b.startsWith(`0x${waiter.sessionId!.replace(/^0+/, '')}`)) ?? '';
         return block.split('\n').filter((l) => l.includes('/watches/lock/')).length;
       };
-      await eventually(async () => (await watched()) === 1, T.wait, "the waiter's predecessor watch");
+      // Its predecessor and its own node (the own-node watch is set when it queues).
+      await eventually(async () => (await watched()) === 2, T.wait, "the waiter's predecessor and own-node watches");
       ac.abort(new Error('gave up'));
       await expect(pending).rejects.toThrow('gave up');
       const wm = (waiter.client as unknown as { connectionManager: { watcherManager: { isEmpty(): boolean } } }).connectionManager.watcherManager;

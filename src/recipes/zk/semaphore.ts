@@ -4,7 +4,7 @@ import type { Lease } from '../../core/lease.js';
 import { optionalSignal, requireNumber, requireOptions } from '../../core/validate.js';
 import { NodeGoneError } from './drivers.js';
 import { CloseGuard, requireSession } from './guard.js';
-import { LockInternals } from './internals.js';
+import { LockInternals, OwnNodeWatch } from './internals.js';
 import { InterProcessMutex } from './mutex.js';
 import { readParticipants, type Participant } from './leader.js';
 import { WAIT_KEYS, type WaitOptions } from '../../core/options.js';
@@ -89,6 +89,7 @@ export class InterProcessSemaphoreV2 extends LeaseEmitter implements AsyncDispos
       await session.whenConnected({ signal });
       const conn = session.conn();
       let path: string | undefined;
+      let own: OwnNodeWatch | undefined;
       try {
         path = (await createProtected(session, conn, this.#leasesPath, LEASE_NAME, Buffer.from(conn.sessionId), signal)).path;
         for (;;) {
@@ -107,14 +108,16 @@ export class InterProcessSemaphoreV2 extends LeaseEmitter implements AsyncDispos
             dropWatcher(conn.client, this.#leasesPath, watcher);
           }
         }
+        own = new OwnNodeWatch(conn.client, path); // (sent ahead of the stat read: the same round trip)
         const stat = await statOf(session, conn, path, signal);
         if (!stat || stat.ephemeralOwner.toString('hex') !== conn.sessionId) throw new NodeGoneError(path);
         // As the lock internals: a slot counted on a listing read past the local deadline (or
         // while disconnected) is not granted; queue again.
         if (session.conn() !== conn || !session.connected) throw new NodeGoneError(path);
-        const held = { path, fence: longToBigInt(stat.czxid), conn, epoch: session.signal };
+        const held = { path, fence: longToBigInt(stat.czxid), conn, epoch: session.signal, own };
         return this.#internals.lease(this.path, held).lease;
       } catch (e) {
+        own?.drop();
         if (path !== undefined) await awaitCleanup(session, deleteEventually(session, conn, path), session.connected ? CLEANUP_GRACE_MS : 0);
         if (signal.aborted) throw signal.reason;
         if (e instanceof NodeGoneError || conn.signal.aborted) continue;
