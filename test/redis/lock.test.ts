@@ -58,15 +58,46 @@ describe('RedisLock', () => {
     await lock.close();
   });
 
-  it('an uncontended acquire+release is 14 commands at the server, scripts and what they call included', async () => {
+  it('an uncontended acquire+release is 15 commands at the server, scripts and what they call included', async () => {
     const lock = new RedisLock(redis, fresh(), { ...base });
     await (await lock.acquire()).release(); // (subscribed, scripts loaded)
     await redis.config('RESETSTAT');
     for (let i = 0; i < 10; i++) await (await lock.acquire()).release();
     const stats = await redis.info('commandstats');
     const calls = [...stats.matchAll(/^cmdstat_(\w+):calls=(\d+)/gm)].filter((m) => m[1] !== 'config').reduce((a, m) => a + Number(m[2]), 0);
-    expect(calls).toBe(140);
+    expect(calls).toBe(150);
     await lock.close();
+  });
+
+  it("the lost channel carries a grant only when the grant before it was not released by its holder; its own process gets no message per clean cycle", async () => {
+    const name = fresh();
+    const heard: string[] = [];
+    const sub = client(server.port);
+    await sub.subscribe(`${prefix}lost:{${name}}`, `${prefix}released:{${name}}`);
+    sub.on('message', (channel: string) => heard.push(channel.split(':')[1]!));
+    const a = new RedisLock(redis, name, { ...base });
+    const b = new RedisLock(redis, name, { ...base });
+    try {
+      await (await a.acquire()).release(); // the first grant: nothing says the one before was released
+      await until(async () => heard.includes('lost') || undefined);
+      heard.length = 0;
+      for (let i = 0; i < 5; i++) await (await a.acquire()).release();
+      await (await b.acquire()).release(); // a clean hand-off to another object too
+      await until(async () => heard.filter((c) => c === 'released').length === 6 || undefined);
+      expect(heard.filter((c) => c === 'lost')).toEqual([]);
+      // A holder whose key is deleted from outside is told by the next grant, at once.
+      const held = await a.acquire();
+      await redis.del(`${prefix}lock:{${name}}`);
+      const next = await b.acquire();
+      await until(async () => held.lost || undefined);
+      expect(held.lostReason).toBe('expired');
+      expect(heard).toContain('lost');
+      await next.release();
+      await held.release();
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+      sub.disconnect();
+    }
   });
 
   it('refuses a second holder while the first holds, and tryAcquire says so without waiting', async () => {

@@ -12,6 +12,13 @@ export interface LockKeys {
   readonly released: string;
   /** Pub/sub channel a grant is announced on (for observers). */
   readonly acquired: string;
+  /**
+   * Pub/sub channel a grant is announced on when the grant before it ended without its holder's
+   * release (expired, deleted from outside, lost with the data): that holder may still think it
+   * holds, and hears here that it does not. Holders listen here, not on `acquired`, so a holder
+   * is not sent every grant of its own (a clean hand-off or its own next grant).
+   */
+  readonly lost: string;
   /** Waiters in arrival order (sorted set: ticket → token). */
   readonly queue: string;
   /** When each waiter stops counting as alive (sorted set: server ms → token). */
@@ -53,6 +60,7 @@ export function lockKeys(prefix: string, name: string): LockKeys {
     boot: `${prefix}epoch:{${name}}`,
     released: `${prefix}released:{${name}}`,
     acquired: `${prefix}acquired:{${name}}`,
+    lost: `${prefix}lost:{${name}}`,
     queue: `${prefix}queue:{${name}}`,
     alive: `${prefix}alive:{${name}}`,
     ticket: `${prefix}ticket:{${name}}`,

@@ -115,7 +115,7 @@ export class RedisLock extends LeaseEmitter implements AsyncDisposable {
     this.#keys = lockKeys(o.keyPrefix === undefined ? 'tenure:' : validatePrefix('keyPrefix', o.keyPrefix), this.name);
     this.#clock = optionalClock(o.clock);
     this.logger = optionalLogger(o.logger, { component: 'redis-lock', lock: this.name });
-    this.#listener = new ReleaseListener(redis, this.#keys.released, this.#keys.acquired);
+    this.#listener = new ReleaseListener(redis, this.#keys.released, this.#keys.lost);
   }
 
   /**
@@ -137,7 +137,8 @@ export class RedisLock extends LeaseEmitter implements AsyncDisposable {
     // The fallback poll (the release message usually comes first), jittered through the backoff policy.
     let polls: Backoff | undefined;
     try {
-      await bounded(this.#redis, this.#listener.ready(), this.#callTimeoutMs, `redis lock '${this.name}': subscribe`, signal);
+      // The channel a holder hears a lost grant on, in place before anything can be granted.
+      await bounded(this.#redis, this.#listener.holderReady(), this.#callTimeoutMs, `redis lock '${this.name}': subscribe`, signal);
       for (;;) {
         signal?.throwIfAborted();
         this.#assertOpen(); // close() wakes every waiter
@@ -159,6 +160,13 @@ export class RedisLock extends LeaseEmitter implements AsyncDisposable {
           continue;
         }
         queued = true;
+        if (!this.#listener.subscribed) {
+          // The release channel is subscribed on the first wait, not before every acquire (its
+          // messages would reach this process on every cycle of an uncontended lock). A release
+          // before it was in place is seen by the attempt made next, at once.
+          await bounded(this.#redis, this.#listener.ready(), this.#callTimeoutMs, `redis lock '${this.name}': subscribe`, signal);
+          continue;
+        }
         const pttl = a.kind === 'held' && a.pttlMs > 0 ? a.pttlMs : this.#retryMaxMs;
         polls ??= new Backoff({ initialMs: Math.max(1, this.#retryMaxMs / 2), maxMs: this.#retryMaxMs });
         const poll = Math.min(pttl, polls.next());
@@ -230,6 +238,7 @@ export class RedisLock extends LeaseEmitter implements AsyncDisposable {
       this.#waiterTtlMs,
       this.id,
       k.acquired,
+      k.lost,
     ])) as [number, number];
     const [status, value] = reply;
     if (status === -1) return { kind: 'guard', waitMs: value };
@@ -240,7 +249,7 @@ export class RedisLock extends LeaseEmitter implements AsyncDisposable {
   #grant(token: string, fence: bigint, sentAt: number): Lease {
     const value = lockValue(token, fence, this.id);
     const release = async (): Promise<void> => {
-      await bounded(this.#redis, runScript(this.#redis, RELEASE, [this.#keys.lock, this.#keys.queue], [value, this.#keys.released]), this.#callTimeoutMs, `redis lock '${this.name}': release`);
+      await bounded(this.#redis, runScript(this.#redis, RELEASE, [this.#keys.lock, this.#keys.queue, this.#keys.boot], [value, this.#keys.released, String(fence)]), this.#callTimeoutMs, `redis lock '${this.name}': release`);
     };
     const watchdog = new RenewWatchdog({
       redis: this.#redis,

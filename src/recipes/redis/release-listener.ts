@@ -7,15 +7,22 @@ import { SharedSubscriber, type Subscription } from './subscriber.js';
  * listener (on the client's one shared subscriber connection, subscribed on the first wait) wakes that waiter only,
  * or every waiter for an empty message. Polling with jitter stays as the fallback, so a message
  * lost in a reconnect, or addressed to a waiter that died, only costs the poll interval.
+ *
+ * It also tells the holder when a grant goes to another token on the name's lost channel
+ * (subscribed before the first acquire). Two subscriptions, not one: a lock that never waits is
+ * never sent the release messages of its own cycles.
  */
 export class ReleaseListener {
   readonly #redis: RedisClient;
   readonly #channel: string;
-  readonly #grants: string;
+  readonly #lost: string;
   /** The holder of this lock object, told when a grant goes to another token. */
   #holder: { token: string; lost: () => void } | undefined;
   #sub: Subscription | undefined;
   #ready: Promise<void> | undefined;
+  #subscribed = false;
+  #holderSub: Subscription | undefined;
+  #holderReady: Promise<void> | undefined;
   /** Pending waits: token → wake functions. */
   readonly #waiters = new Map<string, Set<() => void>>();
   /** Messages addressed to everyone. */
@@ -23,10 +30,10 @@ export class ReleaseListener {
   /** Messages addressed to a token with a wait in progress (removed by `forget`). */
   readonly #addressed = new Map<string, number>();
 
-  constructor(redis: RedisClient, channel: string, grants: string) {
+  constructor(redis: RedisClient, channel: string, lost: string) {
     this.#redis = redis;
     this.#channel = channel;
-    this.#grants = grants;
+    this.#lost = lost;
   }
 
   /**
@@ -35,23 +42,44 @@ export class ReleaseListener {
    */
   watchHolder(token: string, lost: () => void): void {
     this.#holder = { token, lost };
-    this.ready().catch(() => undefined);
+    this.holderReady().catch(() => undefined);
+  }
+
+  /** Subscribes (once) to the lost channel the holder hears on. Await before the first attempt. */
+  holderReady(): Promise<void> {
+    if (!this.#holderReady) {
+      const sub = SharedSubscriber.for(this.#redis).subscribe([this.#lost], (_channel, to) => {
+        if (this.#holder && to !== this.#holder.token) this.#holder.lost();
+      });
+      this.#holderSub = sub;
+      this.#holderReady = sub.ready;
+      this.#holderReady.catch(() => {
+        this.#holderReady = undefined;
+        sub.close();
+      });
+    }
+    return this.#holderReady;
+  }
+
+  /** True once the release channel is subscribed (see `ready`). */
+  get subscribed(): boolean {
+    return this.#subscribed;
   }
 
   unwatch(token: string): void {
     if (this.#holder?.token === token) this.#holder = undefined;
   }
 
-  /** Subscribes (once). Await before trying to acquire, so no release is missed in between. */
+  /**
+   * Subscribes (once) to the release channel. A waiter tries again once it is in place: a release
+   * before that is seen by that attempt.
+   */
   ready(): Promise<void> {
     if (!this.#ready) {
       // On the client's one shared subscriber connection (see subscriber.ts).
-      const sub = SharedSubscriber.for(this.#redis).subscribe([this.#channel, this.#grants], (channel, to) => {
-        if (channel === this.#channel) this.#deliver(to);
-        else if (channel === this.#grants && this.#holder && to !== this.#holder.token) this.#holder.lost();
-      });
+      const sub = SharedSubscriber.for(this.#redis).subscribe([this.#channel], (_channel, to) => this.#deliver(to));
       this.#sub = sub;
-      this.#ready = sub.ready;
+      this.#ready = sub.ready.then(() => void (this.#subscribed = true));
       this.#ready.catch(() => {
         this.#ready = undefined;
         sub.close();
@@ -111,9 +139,10 @@ export class ReleaseListener {
   async close(): Promise<void> {
     this.#holder = undefined;
     for (const set of [...this.#waiters.values()]) for (const w of [...set]) w();
-    const sub = this.#sub;
-    this.#sub = undefined;
-    this.#ready = undefined;
-    sub?.close();
+    const subs = [this.#sub, this.#holderSub];
+    this.#sub = this.#holderSub = undefined;
+    this.#ready = this.#holderReady = undefined;
+    this.#subscribed = false;
+    for (const s of subs) s?.close();
   }
 }

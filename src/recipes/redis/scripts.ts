@@ -48,9 +48,13 @@ import type { RedisClient } from './client.js';
 /**
  * KEYS: lock, fence counter, epoch marker, queue (ticket → waiter), alive (expiry → waiter),
  * ticket counter. ARGV: token, ttlMs, restartGuardMs, '1' to queue up (a waiting acquire) or '0'
- * (a try), waiterTtlMs, holder id, channel to announce a grant on (the message is the new
- * holder's token: a holder that hears another token was granted has lost its key, whoever
- * deleted it, and stops at once — not a renew later).
+ * (a try), waiterTtlMs, holder id, channel to announce a grant on (for observers; the message is
+ * the new holder's token), channel to announce it on for a holder that may not know it lost: a
+ * holder that hears another token was granted has lost its key, whoever deleted it, and stops at
+ * once — not a renew later. The second is published only when the grant before this one was not
+ * released by its holder (the epoch marker's `released` field, written by RELEASE, is not the
+ * fence before this one): after a clean release nobody can still think it holds, and the
+ * publisher's own process — subscribed as the next holder — is not sent a message per cycle.
  *
  * The lock key's value is `<token>:<fence>:<id>`: the token makes renew and release
  * owner-checked, and the fence and id let anyone ask who holds the lock with one GET (the value
@@ -73,7 +77,7 @@ local nowUs = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local function guard()
   local repl = redis.call('INFO', 'replication')
   local rid = string.match(repl, 'master_replid:(%w+)') or ''
-  local mark = redis.call('HMGET', KEYS[3], 'replid', 'since')
+  local mark = redis.call('HMGET', KEYS[3], 'replid', 'since', 'released')
   local since = tonumber(mark[2])
   if mark[1] ~= rid or not since then
     local promoted = string.match(repl, 'second_repl_offset:(-?%d+)') ~= '-1'
@@ -87,11 +91,13 @@ local function guard()
       since = nowUs - math.max(0, up - 1) * 1000000
     end
     redis.call('HSET', KEYS[3], 'replid', rid, 'since', string.format('%.0f', since))
+    redis.call('HDEL', KEYS[3], 'released')
+    mark[3] = false
     local c = tonumber(redis.call('GET', KEYS[2]) or '0')
     if c < nowUs then redis.call('INCRBY', KEYS[2], string.format('%.0f', nowUs - c)) end
   end
   local waitUs = since + tonumber(ARGV[3]) * 1000 - nowUs
-  return waitUs > 0 and math.ceil(waitUs / 1000) or 0
+  return waitUs > 0 and math.ceil(waitUs / 1000) or 0, mark[3]
 end
 local me = ARGV[1]
 local nowMs = math.floor(nowUs / 1000)
@@ -105,7 +111,7 @@ if head ~= nil then
   head = redis.call('ZRANGE', KEYS[4], 0, 0)[1]
 end
 if (head == nil or head == me) and redis.call('EXISTS', KEYS[1]) == 0 then
-  local waitMs = guard()
+  local waitMs, released = guard()
   if waitMs > 0 then
     return {-1, waitMs}
   end
@@ -122,6 +128,7 @@ if (head == nil or head == me) and redis.call('EXISTS', KEYS[1]) == 0 then
   local value = me .. ':' .. string.format('%.0f', fence) .. ':' .. ARGV[6]
   redis.call('SET', KEYS[1], value, 'NX', 'PX', ARGV[2])
   redis.call('PUBLISH', ARGV[7], me)
+  if released ~= string.format('%.0f', fence - 1) then redis.call('PUBLISH', ARGV[8], me) end
   return {1, fence}
 end
 if ARGV[4] == '1' then
@@ -151,12 +158,15 @@ return 0
 `;
 
 /**
- * KEYS: lock, queue. ARGV: lock value, release channel. Returns 1 when it deleted its own lock, else 0.
- * The message names the waiter whose turn it is (empty when nobody waits), so only it retries.
+ * KEYS: lock, queue, epoch marker. ARGV: lock value, release channel, its fence. Returns 1 when it
+ * deleted its own lock, else 0. The message names the waiter whose turn it is (empty when nobody
+ * waits), so only it retries. The marker's `released` field records that this grant ended by its
+ * holder's release (see ACQUIRE's lost channel).
  */
 export const RELEASE = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
+  redis.call('HSET', KEYS[3], 'released', ARGV[3])
   redis.call('PUBLISH', ARGV[2], redis.call('ZRANGE', KEYS[2], 0, 0)[1] or '')
   return 1
 end
