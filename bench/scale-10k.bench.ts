@@ -4,7 +4,7 @@
  * processes (TENURE_SCALE_10K_PER_PROC each, default 1,000: bench/fixtures/participants.ts)
  * behind a leader in a process of its own, the one SIGKILLed:
  * - time for all to queue (from the 'go' sent to every worker until the server holds every
- *   waiter's watch), heap per participant (each worker's heapUsed delta / its participants),
+ *   waiter's watch; each worker joins TENURE_SCALE_10K_JOINS at a time), heap per participant (each worker's heapUsed delta / its participants),
  *   server watches per participant;
  * - failover (SIGKILL of the leader's process → the next leader elected, stamped in its worker)
  *   with 10,000 waiting, beside the same with 2 participants (median of 3 rounds).
@@ -20,13 +20,35 @@ const N = Number(process.env.TENURE_SCALE_10K_N ?? 10_000);
 const PER_PROC = Number(process.env.TENURE_SCALE_10K_PER_PROC ?? 1000);
 /** etcd sessions per client in a worker (the 1,000 bench's choice: etcd3 attaches a client's watchers one at a time). */
 const ETCD_PER_CLIENT = Number(process.env.TENURE_SCALE_10K_PER_CLIENT ?? 50);
+/**
+ * Joins in flight per worker process (50 over the 10 processes). All 10,000 at once put both
+ * servers' request latency past the sessions' own bounds and the joins collapsed into retries:
+ * ZooKeeper answered in up to 55 s (every join lists up to 10,000 children), past a request's
+ * 5 s silence bound and the heartbeat's 2/3 of the TTL, so sessions dropped their links and
+ * joined again, listing again; etcd's attempts (1.5 s deadline each) expired likewise.
+ */
+const JOINS_IN_FLIGHT = Number(process.env.TENURE_SCALE_10K_JOINS ?? 5);
+/**
+ * The etcd participants' `callTimeoutMs` (default 5 s): how long a txn keeps retrying before the
+ * campaign rejects with StoreUnavailableError. Each attempt has a 1.5 s deadline set before etcd3
+ * dispatches it; a worker process starved of CPU (1,000 sessions on 2 shared cores) dispatched
+ * some after that deadline had passed ("Deadline exceeded after 0.000s, waiting for name
+ * resolution": the request never left the process) and after 5 s of that the campaigns failed
+ * with etcd itself answering in milliseconds.
+ */
+const ETCD_CALL_TIMEOUT_MS = 60_000;
 const SMALL_ROUNDS = 3;
 // As in scale.bench.ts: the leader's session short enough for a quick failover, long enough to
 // survive the CPU the joiners take; followers' long (10,000 heartbeats every TTL/3).
 const LEADER_SESSION_MS = 5000;
 const FOLLOWER_SESSION_MS = 30_000;
-/** 10,000 ZooKeeper sessions, and joiners each listing up to 10,000 children, outgrow the kit's default 256 MiB. */
-const ZK_HEAP_MB = 3072;
+/**
+ * etcd followers' TTL at 10,000: with 30 s, workers starved of CPU (the shared machine at load
+ * 15–22) read keepalive replies more than 24 s late and lost their leases at the local deadline.
+ */
+const ETCD_FOLLOWER_SESSION_MS = 60_000;
+/** 10,000 ZooKeeper sessions and their listings in flight: room above the kit's default 256 MiB. */
+const ZK_HEAP_MB = 1024;
 const participantsFile = join(import.meta.dirname, 'fixtures', 'participants.ts');
 const fixtures = join(import.meta.dirname, '..', 'test');
 const ms = (ns: bigint): number => Number(ns) / 1e6;
@@ -76,7 +98,7 @@ async function round(b: Backend, n: number): Promise<Round> {
     const procs = Math.ceil(followers / PER_PROC);
     for (let p = 0; p < procs; p++) {
       const count = Math.min(PER_PROC, followers - p * PER_PROC);
-      workers.push(await spawnWorker(participantsFile, [], { env: { PARTICIPANTS: JSON.stringify({ backend: b.label, target: b.target, name, n: count, sessionMs: FOLLOWER_SESSION_MS, perClient: ETCD_PER_CLIENT, id: `w${p}` }) } }));
+      workers.push(await spawnWorker(participantsFile, [], { env: { PARTICIPANTS: JSON.stringify({ backend: b.label, target: b.target, name, n: count, sessionMs: b.label === 'etcd' ? ETCD_FOLLOWER_SESSION_MS : FOLLOWER_SESSION_MS, perClient: ETCD_PER_CLIENT, joinsInFlight: JOINS_IN_FLIGHT, ...(b.label === 'etcd' ? { callTimeoutMs: ETCD_CALL_TIMEOUT_MS } : {}), id: `w${p}` }) } }));
     }
     await Promise.all(workers.map((w) => w.waitFor('ready', { timeoutMs: 300_000 })));
     const watches0 = await b.watches(true);
@@ -187,6 +209,7 @@ async function measure(group: string, b: Backend): Promise<BenchRow[]> {
         `${big.watchesPerParticipant.toFixed(2)} server watches per participant`,
         big.extra,
         big.failed > 0 && `${big.failed} campaign(s) failed (${big.firstError})`,
+        `${JOINS_IN_FLIGHT} joins in flight per process`,
         'one round',
       ),
     },
