@@ -36,10 +36,17 @@ export async function zkMaxWatchesOnOnePath(zk: ZooKeeperServer): Promise<number
   return Math.max(...wchp.split('\n/').map((block) => block.split('\n').filter((l) => /^\s+0x/.test(l)).length));
 }
 
-/** Every watcher the etcd server holds (its metrics). */
-export async function etcdWatchers(etcd: EtcdServer): Promise<number> {
-  const { body } = await httpRequest(etcd.clientPort, '/metrics', { timeoutMs: 5000 });
-  return Number(/^etcd_debugging_mvcc_watcher_total (\d+)/m.exec(body)?.[1] ?? NaN);
+/**
+ * Every watcher the etcd server holds (its metrics). NaN when /metrics does not answer within
+ * `timeoutMs` (an etcd busy with 10,000 leases on a loaded machine): a poll then looks again.
+ */
+export async function etcdWatchers(etcd: EtcdServer, timeoutMs = 5000): Promise<number> {
+  try {
+    const { body } = await httpRequest(etcd.clientPort, '/metrics', { timeoutMs });
+    return Number(/^etcd_debugging_mvcc_watcher_total (\d+)/m.exec(body)?.[1] ?? NaN);
+  } catch {
+    return NaN;
+  }
 }
 
 /**
