@@ -9,13 +9,13 @@
  */
 import { join } from 'node:path';
 import type { Etcd3 } from 'etcd3';
-import { EtcdServer, fourLetterWord, spawnWorker, ZooKeeperServer, type WorkerHandle } from '../src/testing/index.js';
-import { httpRequest } from '../src/testing/net.js';
+import { EtcdServer, spawnWorker, ZooKeeperServer, type WorkerHandle } from '../src/testing/index.js';
 import { createEtcdClient, type EtcdSession } from '../src/recipes/etcd/index.js';
 import type { ZkSession } from '../src/recipes/zk/index.js';
 import { etcdElection, etcdMutex, etcdSessionOn, zkLatch, zkMutex, zkSession } from '../test/peers/tenure.js';
 import { interleaved, notes, spread, type BenchCase, type BenchRow } from './harness.js';
 import { heapAfterGc } from './heap.js';
+import { batched, etcdWatchers, settledWatchers, sleep, until, zkMaxWatchesOnOnePath, zkTotalWatches } from './scale-kit.js';
 
 const N = Number(process.env.TENURE_SCALE_N ?? 1000);
 const WAITERS = 100;
@@ -26,28 +26,7 @@ const LEADER_SESSION_MS = 5000;
 const FOLLOWER_SESSION_MS = 30_000;
 const fixtures = join(import.meta.dirname, '..', 'test');
 const heap = heapAfterGc;
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 let seq = 0;
-
-/** Runs `make` for 0…n−1, `width` at a time. */
-async function batched<T>(n: number, width: number, make: (i: number) => Promise<T>): Promise<T[]> {
-  const out: T[] = [];
-  for (let i = 0; i < n; i += width) out.push(...(await Promise.all(Array.from({ length: Math.min(width, n - i) }, (_, k) => make(i + k)))));
-  return out;
-}
-
-async function until(check: () => Promise<boolean>, what: string, progress: () => Promise<string>, timeoutMs = 120_000): Promise<void> {
-  const end = performance.now() + timeoutMs;
-  let report = performance.now() + 10_000;
-  while (!(await check())) {
-    if (performance.now() > end) throw new Error(`scale: ${what} not reached within ${timeoutMs} ms (${await progress()})`);
-    if (performance.now() > report) {
-      console.error(`bench scale: waiting for ${what}: ${await progress()}`);
-      report += 10_000;
-    }
-    await sleep(10);
-  }
-}
 
 interface Figures {
   queueMs: number;
@@ -87,10 +66,6 @@ function campaigns(candidates: { campaign(): Promise<unknown> }[], failed: { n: 
   );
 }
 
-async function zkTotalWatches(zk: ZooKeeperServer): Promise<number> {
-  return Number(/Total watches:(\d+)/.exec(await fourLetterWord(zk.port, 'wchs', 10_000))?.[1] ?? NaN);
-}
-
 /** n participants on one ZooKeeper latch: the leader in a worker, n − 1 here. */
 async function zkElection(zk: ZooKeeperServer, n: number): Promise<Figures> {
   const path = `/scale/latch-${++seq}`;
@@ -110,8 +85,7 @@ async function zkElection(zk: ZooKeeperServer, n: number): Promise<Figures> {
     const queueMs = msSince(t0);
     const bytes = (heap() - before) / (n - 1);
     const watches = (await zkTotalWatches(zk)) - watches0;
-    const wchp = await fourLetterWord(zk.port, 'wchp', 5000);
-    const perPath = wchp.split('\n/').map((block) => block.split('\n').filter((l) => /^\s+0x/.test(l)).length);
+    const maxOnOnePath = await zkMaxWatchesOnOnePath(zk);
     const wake0 = sessions.reduce((a, s) => a + s.watchEvents, 0);
     const killed = process.hrtime.bigint();
     await leader.kill();
@@ -120,7 +94,7 @@ async function zkElection(zk: ZooKeeperServer, n: number): Promise<Figures> {
     const wakeUps = sessions.reduce((a, s) => a + s.watchEvents, 0) - wake0;
     const lost = failed.n; // before close, which ends the remaining campaigns
     await batched(latches.length, 100, (i) => latches[i]!.close());
-    return { queueMs, bytesPerParticipant: bytes, watchesPerParticipant: watches / (n - 1), maxWatchesOnOnePath: Math.max(...perPath), failoverMs, wakeUps, failed: lost };
+    return { queueMs, bytesPerParticipant: bytes, watchesPerParticipant: watches / (n - 1), maxWatchesOnOnePath: maxOnOnePath, failoverMs, wakeUps, failed: lost };
   } finally {
     await leader.kill();
     await batched(sessions.length, 100, (i) => sessions[i]!.close());
@@ -129,30 +103,6 @@ async function zkElection(zk: ZooKeeperServer, n: number): Promise<Figures> {
 
 async function keyCount(client: Etcd3, name: string): Promise<number> {
   return (await client.getAll().prefix(`${name}/`).keys()).length;
-}
-
-async function etcdWatchers(etcd: EtcdServer): Promise<number> {
-  const { body } = await httpRequest(etcd.clientPort, '/metrics', { timeoutMs: 5000 });
-  return Number(/^etcd_debugging_mvcc_watcher_total (\d+)/m.exec(body)?.[1] ?? NaN);
-}
-
-/**
- * The server's watcher count once the previous round's watchers are gone: a finished watcher
- * lingers up to 1 s (watch.ts) and closing sessions cancel theirs meanwhile, so a count read at
- * once was a baseline that later fell (a 2-participant round then never saw its 2 new watchers).
- * Unchanged for 1.5 s, or 15 s at most.
- */
-async function settledWatchers(etcd: EtcdServer): Promise<number> {
-  let last = await etcdWatchers(etcd);
-  let since = performance.now();
-  const end = since + 15_000;
-  while (performance.now() < end) {
-    await sleep(250);
-    const now = await etcdWatchers(etcd);
-    if (now !== last) [last, since] = [now, performance.now()];
-    else if (performance.now() - since >= 1500) break;
-  }
-  return last;
 }
 
 /**

@@ -25,6 +25,12 @@ export interface ZooKeeperServerOptions {
    * tests that must look behind ACLs. @default none
    */
   superPassword?: string;
+  /**
+   * The JVM's maximum heap (`-Xmx`) in MiB. Every open session, watch and in-flight reply lives
+   * there: 10,000 sessions whose joiners each list up to 10,000 children need well over the default.
+   * @default 256
+   */
+  maxHeapMb?: number;
 }
 
 /** ZooKeeper's digest of `user:password`: base64(SHA-1(`user:password`)). */
@@ -79,6 +85,7 @@ export class ZooKeeperServer extends LocalServer {
       classpath: optionalString('classpath', o.classpath, defaultClasspath()),
       java: optionalString('java', o.java, 'java'),
       superPassword: optionalString('superPassword', o.superPassword, ''),
+      maxHeapMb: optionalNumber('maxHeapMb', o.maxHeapMb, 256, { integer: true, min: 64 }),
     };
     this.name = member ? `zookeeper-${member.id}` : 'zookeeper';
     if (member) {
@@ -148,7 +155,7 @@ export class ZooKeeperServer extends LocalServer {
     return {
       command: o.java,
       args: [
-        '-Xms64m', '-Xmx256m', '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1', '-Dzookeeper.forceSync=no',
+        '-Xms64m', `-Xmx${o.maxHeapMb}m`, '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1', '-Dzookeeper.forceSync=no',
         ...(o.superPassword ? [`-Dzookeeper.DigestAuthenticationProvider.superDigest=super:${digestHash('super', o.superPassword)}`] : []),
         '-cp', o.classpath, 'org.apache.zookeeper.server.quorum.QuorumPeerMain', join(dir, 'zoo.cfg'),
       ],
@@ -164,7 +171,7 @@ export class ZooKeeperServer extends LocalServer {
 }
 
 /** Options of a {@link ZooKeeperEnsemble}: each member's, and the size. */
-const SERVER_KEYS: OptionKeys<ZooKeeperServerOptions> = { tickTime: true, minSessionTimeout: true, maxSessionTimeout: true, classpath: true, java: true, superPassword: true };
+const SERVER_KEYS: OptionKeys<ZooKeeperServerOptions> = { tickTime: true, minSessionTimeout: true, maxSessionTimeout: true, classpath: true, java: true, superPassword: true, maxHeapMb: true };
 
 export interface ZooKeeperEnsembleOptions extends ZooKeeperServerOptions {
   /** Number of members. @default 3 */

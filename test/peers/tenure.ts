@@ -65,7 +65,7 @@ export function etcdMutex(session: EtcdSession, name: string): PeerLock & { key:
   return { key: m.key, acquire: (wait) => m.acquire(wait), close: () => m.close(), wakeUps: () => m.stats.predecessorWakeups };
 }
 
-export function etcdElection(session: EtcdSession, name: string, id: string): PeerCandidate & { key: string; wakeUps(): number } {
+export function etcdElection(session: EtcdSession, name: string, id: string): PeerCandidate & { key: string; wakeUps(): number; joined(): boolean } {
   const e = new EtcdElection(session, name, { id });
   return {
     key: e.key,
@@ -73,5 +73,7 @@ export function etcdElection(session: EtcdSession, name: string, id: string): Pe
     leaderId: async () => (await e.leader())?.id,
     close: () => e.close(),
     wakeUps: () => e.stats.predecessorWakeups,
+    // In the queue, waiting on a predecessor (or already leading).
+    joined: () => e.stats.predecessorWatches > 0 || e.term !== undefined,
   };
 }

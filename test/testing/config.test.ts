@@ -28,6 +28,7 @@ describe('every public constructor of the kit validates and names the field', ()
     ['RedisServer options', () => new RedisServer(7 as unknown as object), 'options'],
     ['PostgresServer port', () => new PostgresServer({ port: 70_000 }), 'port'],
     ['ZooKeeperServer tickTime', () => new ZooKeeperServer({ tickTime: 0 }), 'tickTime'],
+    ['ZooKeeperServer maxHeapMb', () => new ZooKeeperServer({ maxHeapMb: 16 }), 'maxHeapMb'],
     ['ZooKeeperServer session bounds', () => new ZooKeeperServer({ minSessionTimeout: 4000, maxSessionTimeout: 1000 }), 'maxSessionTimeout'],
     ['ZooKeeperEnsemble size', () => new ZooKeeperEnsemble({ size: 0 }), 'size'],
     ['ZooKeeperEnsemble member options', () => new ZooKeeperEnsemble({ tickTime: -1 }), 'tickTime'],

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import {
   EtcdCluster,
   EtcdServer,
@@ -43,6 +43,19 @@ describe('single servers and 3-member clusters', () => {
       expect(await zk.mode()).toBe('standalone');
     } finally {
       c.close();
+    }
+  });
+
+  it('ZooKeeper runs with the heap maxHeapMb asks for (the JVM gets -Xmx<maxHeapMb>m) and serves', async () => {
+    const big = await new ZooKeeperServer({ maxHeapMb: 1024 }).start();
+    try {
+      const cmdline = readFileSync(`/proc/${big.pid}/cmdline`, 'utf8').split('\0');
+      expect(cmdline).toContain('-Xmx1024m');
+      expect(cmdline).not.toContain('-Xmx256m');
+      expect(await big.mode()).toBe('standalone');
+      expect(readFileSync(`/proc/${zk.pid}/cmdline`, 'utf8').split('\0')).toContain('-Xmx256m'); // the default
+    } finally {
+      await big.stop();
     }
   });
 

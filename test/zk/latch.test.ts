@@ -3,7 +3,10 @@ import { ZooKeeperServer } from '../../src/testing/index.js';
 import { BusyError, ClosedError, ConfigError, LeaseLostError } from '../../src/core/errors.js';
 import { whenAborted } from '../../src/core/abort.js';
 import { LeaderLatch, type ZkSession } from '../../src/recipes/zk/index.js';
-import { eventually, expireSession, openSession, T } from './helpers.js';
+import { runInNewContext } from 'node:vm';
+import { setFlagsFromString } from 'node:v8';
+import zookeeper from 'node-zookeeper-client';
+import { eventually, expireSession, openSession, rawClient, T } from './helpers.js';
 
 let zk: ZooKeeperServer;
 let sessions: ZkSession[];
@@ -110,4 +113,39 @@ describe('LeaderLatch', () => {
     expect(await holder.participants()).toHaveLength(1); // the closed campaign left no node
     await holder.close();
   });
+
+  it("a waiter does not keep the queue's listing while it waits: heap per waiter stays small behind 4,000 nodes", async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const heap = (): number => {
+      gc();
+      return process.memoryUsage().heapUsed;
+    };
+    const base = '/latch/long';
+    const raw = await rawClient(zk.connectionString);
+    const session = await openSession(zk.connectionString);
+    const waiters = Array.from({ length: 30 }, (_, i) => new LeaderLatch(session, base, { id: `w${i}` }));
+    try {
+      // 4,000 nodes ahead in the queue (persistent `latch-<seq>`: the latch's own node name).
+      await new Promise<void>((resolve, reject) => raw.mkdirp(base, (e) => (e ? reject(e) : resolve())));
+      for (let i = 0; i < 4000; i += 500) {
+        await Promise.all(Array.from({ length: 500 }, () => new Promise<void>((resolve, reject) => raw.create(`${base}/latch-`, zookeeper.CreateMode.PERSISTENT_SEQUENTIAL, (e) => (e ? reject(e) : resolve())))));
+      }
+      const watches = async (): Promise<number> => Number(/Total watches:(\d+)/.exec(await zk.fourLetterWord('wchs', 5000))?.[1]);
+      const watches0 = await watches();
+      const before = heap();
+      const campaigns = waiters.map((l) => l.campaign());
+      for (const c of campaigns) c.catch(() => undefined);
+      // Every waiter queued: its node is in, its listing read, its predecessor watched.
+      await eventually(async () => waiters.every((l) => l.ourPath !== undefined) && (await watches()) - watches0 >= 30, T.wait * 2, 'every waiter queued');
+      const perWaiter = (heap() - before) / waiters.length;
+      // Each listing is ~4,000 names (~200 KiB as strings): a waiter that kept it would be far above this.
+      expect(perWaiter).toBeLessThan(50 * 1024);
+    } finally {
+      await Promise.all(waiters.map((l) => l.close()));
+      await session.close();
+      raw.close();
+    }
+  });
 });
+

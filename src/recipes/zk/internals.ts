@@ -103,8 +103,12 @@ export class LockInternals {
       let own: OwnNodeWatch | undefined;
       try {
         // The first listing rides right behind the create (one round trip to queue: see createProtected).
+        // Only the create's path and zxid are kept: its listing (every child's name) is read once
+        // and dropped, or each waiter held up to the whole queue for its whole wait (10,000
+        // waiters in one process: ~420 KiB of names each).
         const created = await createProtected(session, conn, this.base, driver.lockName, data, signal, this.acl, tryOnly, true);
         let listing = created.children;
+        created.children = undefined;
         path = created.path;
         own = new OwnNodeWatch(conn.client, path);
         onQueued?.(path);
@@ -114,7 +118,8 @@ export class LockInternals {
         const ownStat = created.czxid === undefined ? statOf(session, conn, path, signal, tryOnly) : undefined;
         ownStat?.catch(() => undefined);
         for (;;) {
-          const children = await retrying(
+          const ours = path;
+          const verdict = await retrying(
             session,
             conn,
             signal,
@@ -124,8 +129,7 @@ export class LockInternals {
               return sent ?? zkGetChildren(conn.client, this.base);
             },
             tryOnly,
-          );
-          const verdict = driver.checkChildren ? driver.checkChildren(children, path) : driver.check(sortBySequence(children, driver.queueNames), path);
+          ).then((children) => (driver.checkChildren ? driver.checkChildren(children, ours) : driver.check(sortBySequence(children, driver.queueNames), ours)));
           if (!verdict.holds && tryOnly) {
             own.drop();
             const removal = deleteEventually(session, conn, path);

@@ -1,0 +1,69 @@
+/** What the scale benches (scale.bench.ts, scale-10k.bench.ts) share: waiting, and counting watches at the server. */
+import { EtcdServer, fourLetterWord, type ZooKeeperServer } from '../src/testing/index.js';
+import { httpRequest } from '../src/testing/net.js';
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Runs `make` for 0…n−1, `width` at a time. */
+export async function batched<T>(n: number, width: number, make: (i: number) => Promise<T>): Promise<T[]> {
+  const out: T[] = [];
+  for (let i = 0; i < n; i += width) out.push(...(await Promise.all(Array.from({ length: Math.min(width, n - i) }, (_, k) => make(i + k)))));
+  return out;
+}
+
+/** Polls `check` every 10 ms until it holds, printing `progress` every 10 s; throws after `timeoutMs`. */
+export async function until(check: () => Promise<boolean>, what: string, progress: () => Promise<string>, timeoutMs = 120_000): Promise<void> {
+  const end = performance.now() + timeoutMs;
+  let report = performance.now() + 10_000;
+  while (!(await check())) {
+    if (performance.now() > end) throw new Error(`scale: ${what} not reached within ${timeoutMs} ms (${await progress()})`);
+    if (performance.now() > report) {
+      console.error(`bench scale: waiting for ${what}: ${await progress()}`);
+      report += 10_000;
+    }
+    await sleep(10);
+  }
+}
+
+/** Every watch the ZooKeeper server holds (`wchs`). */
+export async function zkTotalWatches(zk: ZooKeeperServer): Promise<number> {
+  return Number(/Total watches:(\d+)/.exec(await fourLetterWord(zk.port, 'wchs', 10_000))?.[1] ?? NaN);
+}
+
+/** The most watches on one path (`wchp`). */
+export async function zkMaxWatchesOnOnePath(zk: ZooKeeperServer): Promise<number> {
+  const wchp = await fourLetterWord(zk.port, 'wchp', 10_000);
+  return Math.max(...wchp.split('\n/').map((block) => block.split('\n').filter((l) => /^\s+0x/.test(l)).length));
+}
+
+/**
+ * Every watcher the etcd server holds (its metrics). NaN when /metrics does not answer within
+ * `timeoutMs` (an etcd busy with 10,000 leases on a loaded machine): a poll then looks again.
+ */
+export async function etcdWatchers(etcd: EtcdServer, timeoutMs = 5000): Promise<number> {
+  try {
+    const { body } = await httpRequest(etcd.clientPort, '/metrics', { timeoutMs });
+    return Number(/^etcd_debugging_mvcc_watcher_total (\d+)/m.exec(body)?.[1] ?? NaN);
+  } catch {
+    return NaN;
+  }
+}
+
+/**
+ * The server's watcher count once the previous round's watchers are gone: a finished watcher
+ * lingers up to 1 s (watch.ts) and closing sessions cancel theirs meanwhile, so a count read at
+ * once was a baseline that later fell (a 2-participant round then never saw its 2 new watchers).
+ * Unchanged for 1.5 s, or 15 s at most.
+ */
+export async function settledWatchers(etcd: EtcdServer): Promise<number> {
+  let last = await etcdWatchers(etcd);
+  let since = performance.now();
+  const end = since + 15_000;
+  while (performance.now() < end) {
+    await sleep(250);
+    const now = await etcdWatchers(etcd);
+    if (now !== last) [last, since] = [now, performance.now()];
+    else if (performance.now() - since >= 1500) break;
+  }
+  return last;
+}
