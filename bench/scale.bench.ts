@@ -81,7 +81,8 @@ async function zkElection(zk: ZooKeeperServer, n: number): Promise<Figures> {
     const failed = { n: 0 };
     const elected = campaigns(latches, failed);
     for (const e of elected) e.catch(() => undefined);
-    await until(async () => (await zkTotalWatches(zk)) - watches0 >= n - 1 - failed.n, `${n - 1} latch watches`, async () => `${(await zkTotalWatches(zk)) - watches0} watches, ${failed.n} failed`);
+    // Each waiter watches its own node (set when it queued) and its predecessor: 2 per waiter once all queued.
+    await until(async () => (await zkTotalWatches(zk)) - watches0 >= 2 * (n - 1 - failed.n), `${2 * (n - 1)} latch watches`, async () => `${(await zkTotalWatches(zk)) - watches0} watches, ${failed.n} failed`);
     const queueMs = msSince(t0);
     const bytes = (heap() - before) / (n - 1);
     const watches = (await zkTotalWatches(zk)) - watches0;
