@@ -11,6 +11,7 @@ import type { ZkSession } from '../src/recipes/zk/index.js';
 import { CuratorPeer } from '../test/peers/curator.js';
 import { zkLatch, zkMutex, zkSession } from '../test/peers/tenure.js';
 import { interleaved, notes, percentile, spread, timeLoop, type BenchCase, type BenchRow } from './harness.js';
+import zookeeper from 'node-zookeeper-client';
 import { NaiveLock, rawClient } from './zk-naive.js';
 
 const GROUP = 'zk mutex';
@@ -18,6 +19,8 @@ const SESSION_MS = 10_000;
 const CURATOR = 'Curator 5.4 InterProcessMutex';
 const TENURE = 'tenure InterProcessMutex';
 const NAIVE = 'naive getChildren-watch lock';
+/** Not a lock: the two writes every ZooKeeper lock cycle needs (its node's create and delete), back to back on a raw client. */
+const FLOOR = 'floor: create + delete only (raw client, no lock)';
 
 /** `calls`: every call the loop made, its untimed warm-up included (absent: the peer counts only the timed ones). */
 type Solo = { opsPerSec: number; p50Ms: number; p99Ms: number; count: number; calls?: number };
@@ -128,6 +131,18 @@ function curatorImpl(peer: CuratorPeer): Impl {
   };
 }
 
+/** The floor: an ephemeral sequential create and its delete, nothing else, on one raw client. */
+async function floorLoop(conn: string, path: string, durationMs: number): Promise<Solo> {
+  const c = await rawClient(conn, path);
+  try {
+    const create = (): Promise<string> => new Promise((resolve, reject) => c.create(`${path}/n-`, Buffer.alloc(0), zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL, (e, p) => (e ? reject(e) : resolve(p))));
+    const remove = (p: string): Promise<void> => new Promise((resolve, reject) => c.remove(p, -1, (e) => (e ? reject(e) : resolve())));
+    return await timeLoop(async () => remove(await create()), durationMs);
+  } finally {
+    c.close();
+  }
+}
+
 /** Requests the server received (every client's packets, pings included). */
 async function packetsReceived(zk: ZooKeeperServer): Promise<number> {
   const m = /zk_packets_received\s+(\d+)/.exec(await fourLetterWord(zk.port, 'mntr'));
@@ -142,19 +157,20 @@ async function mutexRows(zk: ZooKeeperServer, peer: CuratorPeer, durationMs: num
     [NAIVE, nodeImpl(conn, naiveContender)],
   ]);
   const names = [...impls.keys()];
-  const slug = (impl: string): string => impl.split(' ')[0]!.toLowerCase();
+  const slug = (impl: string): string => impl.split(' ')[0]!.replace(/\W/g, '').toLowerCase();
+  const uncontended = (impl: string, path: string, ms: number): Promise<Solo> => (impl === FLOOR ? floorLoop(conn, path, ms) : impls.get(impl)!.uncontended(path, ms));
   // Warm every implementation (JIT on both sides, parent nodes) before anything is measured.
-  for (const impl of names) await impls.get(impl)!.uncontended(`/bench/${slug(impl)}/u`, Math.min(1000, durationMs));
-  const solo = await interleaved(names, async (impl) => {
+  for (const impl of [...names, FLOOR]) await uncontended(impl, `/bench/${slug(impl)}/u`, Math.min(1000, durationMs));
+  const solo = await interleaved([...names, FLOOR], async (impl) => {
     const before = await packetsReceived(zk);
-    const r = await impls.get(impl)!.uncontended(`/bench/${slug(impl)}/u`, durationMs);
+    const r = await uncontended(impl, `/bench/${slug(impl)}/u`, durationMs);
     const requests = (await packetsReceived(zk)) - before - 1; // minus the mntr itself
     return { ...r, requestsPerCycle: requests / (r.calls ?? r.count) };
   }, (r) => r.opsPerSec);
   const ten = await interleaved(names, (impl) => impls.get(impl)!.contended(`/bench/${slug(impl)}/c`, durationMs), (r) => r.opsPerSec);
   const hand = await interleaved(names, (impl) => impls.get(impl)!.handoff(`/bench/${slug(impl)}/h`, durationMs), (r) => r.p50Ms);
   const rows: BenchRow[] = [];
-  for (const impl of names) {
+  for (const impl of [...names, FLOOR]) {
     const s = solo.get(impl)!;
     rows.push({ group: GROUP, scenario: 'uncontended acquire+release', impl, opsPerSec: s.median.opsPerSec, p50Ms: s.median.p50Ms, p99Ms: s.median.p99Ms, notes: notes(`${s.median.requestsPerCycle.toFixed(2)} ZooKeeper requests per cycle`, spread(s.keys, 'ops/s')) });
   }
