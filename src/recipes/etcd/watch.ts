@@ -1,37 +1,9 @@
-import type { Etcd3, IKeyValue, ITxnRequest, ITxnResponse, IWatchResponse, Watcher } from 'etcd3';
+import type { Etcd3, IKeyValue, ITxnRequest, ITxnResponse } from 'etcd3';
 import { onAbort, sleep } from '../../core/abort.js';
 import { SessionExpiredError } from '../../core/errors.js';
 import type { Logger } from '../../core/options.js';
 import type { LeaseEpoch } from './epoch.js';
-
-/** How long a finished watcher stays attached at most, waiting for the next one (see retire). */
-const LINGER_MS = 1000;
-const lingering = new WeakMap<Etcd3, { w: Watcher; timer: NodeJS.Timeout }>();
-
-/**
- * Cancels a watcher that is no longer needed — one step late. etcd3 tears a client's watch
- * stream down when its last watcher is cancelled and opens a new one for the next watcher, and
- * every acquire/release cycle of a queue ends its watchers and starts new ones: without a
- * lingering watcher that was a new gRPC stream per cycle, half of an uncontended etcd cycle
- * (measured: 16 → 9 ms p50 on a loaded 2-core machine). So the finished watcher stays attached
- * (its listeners gone) until the next one finishes or `LINGER_MS` passes: at most one extra
- * server watch per client, on a key the recipe was already allowed to watch.
- */
-export function retire(client: Etcd3, w: Watcher): void {
-  w.removeAllListeners();
-  w.on('error', () => undefined); // a stream error on a retired watcher is nobody's concern
-  const before = lingering.get(client);
-  if (before) {
-    clearTimeout(before.timer);
-    void before.w.cancel().catch(() => undefined);
-  }
-  const timer = setTimeout(() => {
-    if (lingering.get(client)?.w === w) lingering.delete(client);
-    void w.cancel().catch(() => undefined);
-  }, LINGER_MS);
-  timer.unref();
-  lingering.set(client, { w, timer });
-}
+import { watchKey, type KeyWatch } from './watch-stream.js';
 
 /** Runs a txn (retrying transport errors) until the signal aborts. */
 export type Txn = (req: ITxnRequest, signal: AbortSignal) => Promise<ITxnResponse>;
@@ -54,7 +26,7 @@ export type Txn = (req: ITxnRequest, signal: AbortSignal) => Promise<ITxnRespons
 export async function waitDeleted(client: Etcd3, txn: Txn, pred: IKeyValue, signal: AbortSignal, logger: Logger): Promise<void> {
   const key = pred.key;
   signal.throwIfAborted();
-  const watchers: Watcher[] = [];
+  const watches: KeyWatch[] = [];
   let settled = false;
   let onAbort: (() => void) | undefined;
   let failed = false;
@@ -63,38 +35,35 @@ export async function waitDeleted(client: Etcd3, txn: Txn, pred: IKeyValue, sign
       onAbort = () => reject(signal.reason);
       signal.addEventListener('abort', onAbort, { once: true });
       const watch = (check: boolean): void => {
-        const w = client.watch().key(key).only('delete').watcher();
-        watchers.push(w);
-        // Only this incarnation's deletion: a watch served by a member that has not applied every
-        // revision yet starts behind, and may replay the deletion of an earlier key of that name.
-        w.on('delete', (kv: IKeyValue) => {
-          if (BigInt(kv.mod_revision) > BigInt(pred.create_revision)) resolve();
-        });
-        w.on('error', (e: unknown) => {
-          logger.debug({ err: e, key: key.toString() }, 'predecessor watch failed; re-checking');
-          failed = true;
-          resolve();
-        });
-        if (!check) return;
-        w.once('connected', (created: IWatchResponse) => {
-          txn({ compare: [], success: [{ request_range: { key, keys_only: true } }], failure: [] }, signal).then((r) => {
-            if (r.responses[0]?.response_range.kvs[0]?.create_revision !== pred.create_revision) resolve();
-            else if (!settled && BigInt(r.header.revision) > BigInt(created.header.revision)) watch(false);
-          }, reject);
-        });
+        watches.push(
+          watchKey(client, { key, deletesOnly: true }, {
+            // Only this incarnation's deletion: a watch served by a member that has not applied every
+            // revision yet starts behind, and may replay the deletion of an earlier key of that name.
+            event: (_type, kv) => {
+              if (BigInt(kv.mod_revision) > BigInt(pred.create_revision)) resolve();
+            },
+            failed: (e) => {
+              logger.debug({ err: e, key: key.toString() }, 'predecessor watch failed; re-checking');
+              failed = true;
+              resolve();
+            },
+            created: check
+              ? (created) => {
+                  txn({ compare: [], success: [{ request_range: { key, keys_only: true } }], failure: [] }, signal).then((r) => {
+                    if (r.responses[0]?.response_range.kvs[0]?.create_revision !== pred.create_revision) resolve();
+                    else if (!settled && BigInt(r.header.revision) > created) watch(false);
+                  }, reject);
+                }
+              : undefined,
+          }),
+        );
       };
       watch(true);
     });
   } finally {
     settled = true;
     if (onAbort) signal.removeEventListener('abort', onAbort);
-    const last = watchers.pop()!;
-    for (const w of watchers) {
-      w.removeAllListeners();
-      w.on('error', () => undefined);
-      void w.cancel().catch(() => undefined);
-    }
-    retire(client, last);
+    for (const w of watches) w.cancel();
   }
   if (failed) await sleep(100, signal);
 }
@@ -115,30 +84,43 @@ export function watchOwn(client: Etcd3, txn: Txn, keyBuf: Buffer, rev: bigint, s
   const ctl = new AbortController();
   const stopped = new AbortController();
   const gone = (): void => ctl.abort(new SessionExpiredError(`${what}: own key ${keyBuf.toString()} was deleted (lease expired or revoked)`));
-  const w = client.watch().key(keyBuf).only('delete').watcher();
-  // "Now" is the serving member's now: one that lags behind the member our txns went to replays
-  // the deletion of this name's previous key (our own last release). Only a deletion after our
-  // key was created counts.
-  w.on('delete', (kv: IKeyValue) => {
-    if (BigInt(kv.mod_revision) > rev) gone();
-  });
-  w.on('error', (e: unknown) => logger.warn({ err: e, key: keyBuf.toString() }, `${what}: own-key watch failed`));
-  w.once('connected', () => {
-    txn({ compare: [], success: [{ request_range: { key: keyBuf, keys_only: true } }], failure: [] }, AbortSignal.any([signal, stopped.signal])).then((r) => {
-      if (!stopped.signal.aborted && r.responses[0]?.response_range.kvs[0]?.create_revision !== String(rev)) gone();
-    }, () => undefined);
-  });
+  let w: KeyWatch | undefined;
+  let again: NodeJS.Timeout | undefined;
+  const start = (): void => {
+    w = watchKey(client, { key: keyBuf, deletesOnly: true }, {
+      // "Now" is the serving member's now: one that lags behind the member our txns went to replays
+      // the deletion of this name's previous key (our own last release). Only a deletion after our
+      // key was created counts.
+      event: (_type, kv) => {
+        if (BigInt(kv.mod_revision) > rev) gone();
+      },
+      // Ended by the server (compacted past its resume point, refused): watch and check again.
+      failed: (e) => {
+        logger.warn({ err: e, key: keyBuf.toString() }, `${what}: own-key watch failed; watching again`);
+        if (stopped.signal.aborted || ctl.signal.aborted) return;
+        again = setTimeout(start, 100);
+        again.unref();
+      },
+      created: () => {
+        txn({ compare: [], success: [{ request_range: { key: keyBuf, keys_only: true } }], failure: [] }, AbortSignal.any([signal, stopped.signal])).then((r) => {
+          if (!stopped.signal.aborted && r.responses[0]?.response_range.kvs[0]?.create_revision !== String(rev)) gone();
+        }, () => undefined);
+      },
+    });
+  };
+  start();
   return {
     gone: ctl.signal,
     stop: () => {
       stopped.abort(); // ends the pending check, if any
-      retire(client, w);
+      clearTimeout(again);
+      w?.cancel();
     },
   };
 }
 
 /** One epoch's watcher and the holder attached to it right now. */
-type HolderEntry = { epoch: LeaseEpoch; w: Watcher; holder: { fence: bigint; lose: () => void } | undefined };
+type HolderEntry = { epoch: LeaseEpoch; w: KeyWatch; holder: { fence: bigint; lose: () => void } | undefined };
 
 /**
  * The holder's watch on its own key, kept across the terms of one lease epoch: the key
@@ -165,14 +147,15 @@ export class HolderWatch {
   attach(epoch: LeaseEpoch, keyBuf: Buffer, fence: bigint, lose: () => void): () => void {
     let cur = this.#current;
     if (!cur || cur.epoch !== epoch) {
-      if (cur) retire(this.#client, cur.w);
-      const w = this.#client.watch().key(keyBuf).startRevision(String(fence + 1n)).only('delete').watcher();
-      const made: HolderEntry = { epoch, w, holder: undefined };
-      w.on('delete', (kv: IKeyValue) => {
-        const h = made.holder;
-        if (h && BigInt(kv.mod_revision) > h.fence) h.lose();
+      if (cur) cur.w.cancel();
+      const made: HolderEntry = { epoch, w: { cancel: () => undefined }, holder: undefined };
+      made.w = watchKey(this.#client, { key: keyBuf, startRevision: fence + 1n, deletesOnly: true }, {
+        event: (_type, kv) => {
+          const h = made.holder;
+          if (h && BigInt(kv.mod_revision) > h.fence) h.lose();
+        },
+        failed: () => undefined, // the session's keepalive and deadline still cover a lost lease
       });
-      w.on('error', () => undefined); // the session's keepalive and deadline still cover a lost lease
       onAbort(epoch.signal, () => this.#drop(made)); // (one of thousands on the epoch's signal: see onAbort)
       this.#current = cur = made;
     }
@@ -193,6 +176,6 @@ export class HolderWatch {
     if (!cur) return;
     cur.holder = undefined;
     if (this.#current === cur) this.#current = undefined;
-    retire(this.#client, cur.w);
+    cur.w.cancel();
   }
 }
