@@ -119,63 +119,132 @@ export function watchOwn(client: Etcd3, txn: Txn, keyBuf: Buffer, rev: bigint, s
   };
 }
 
-/** One epoch's watcher and the holder attached to it right now. */
-type HolderEntry = { epoch: LeaseEpoch; w: KeyWatch; holder: { fence: bigint; lose: () => void } | undefined };
+/** Who is attached to an epoch's own-key watch right now: a waiter or a holder of that key. */
+interface Attached {
+  /** create_revision of the key's incarnation this participant queued with. */
+  rev: bigint;
+  /** Deletions after this revision are losses (a waiter: its key's creation; a holder: its fence). */
+  after: bigint;
+  lose: () => void;
+}
+
+/** One epoch's own-key watch. */
+interface OwnEntry {
+  epoch: LeaseEpoch;
+  keyBuf: Buffer;
+  w: KeyWatch;
+  attached: Attached | undefined;
+  /** mod_revision of the latest deletion the watch delivered. */
+  lastDeleted: bigint;
+}
 
 /**
- * The holder's watch on its own key, kept across the terms of one lease epoch: the key
- * (`<name>/<lease id hex>`) is the same every time, so one watcher serves them all and no
- * acquire/release cycle creates or cancels a watch (a watch per cycle cost an uncontended etcd
- * cycle ~20 %). A holder hears a deletion of its key from outside (lease revoked, key removed) as
- * soon as the next holder can be woken by the same deletion, not a keepalive later. A deletion
- * counts only past the attached holder's fence, so its own release (made after it detached) and
- * any deletion before its claim are not losses.
+ * A participant's watch on its own key, kept across every wait and every term of one lease epoch:
+ * the key (`<name>/<lease id hex>`) is the same every time, so one watch serves them all and no
+ * acquire/release cycle creates, checks or cancels one (a watch per cycle cost an uncontended etcd
+ * cycle ~20 %; a queued waiter's own watch and its check read were a third of what 1,000
+ * participants queueing at once sent).
+ * - A waiter hears its key deleted while queued (lease expired or revoked, key removed) and
+ *   rejects at once instead of a keepalive later (etcd#19597).
+ * - A holder hears a deletion of its key from outside as soon as the next holder can be woken by
+ *   the same deletion.
+ * A deletion counts only past the attached participant's revision (a waiter: its key's creation;
+ * a holder: its fence), so its own releases (made after it detached) and the deletions of earlier
+ * incarnations of the key are not losses.
+ *
+ * The watch starts at the first attached revision + 1, not "now": it misses nothing after the
+ * key's creation, so no read is needed to cover the time before it was set up; when nothing was
+ * written in between, etcd serves it as a live (synced) watch at once, else its 100 ms catch-up
+ * loop brings it up to date first — a delay only on the first wait of an epoch, and never on a
+ * hand-off, which the predecessor's watch (waitDeleted) carries.
  */
-export class HolderWatch {
+export class OwnKeyWatch {
   readonly #client: Etcd3;
-  #current: HolderEntry | undefined;
+  readonly #txn: Txn;
+  readonly #logger: Logger;
+  #current: OwnEntry | undefined;
 
-  constructor(client: Etcd3) {
+  constructor(client: Etcd3, txn: Txn, logger: Logger) {
     this.#client = client;
+    this.#txn = txn;
+    this.#logger = logger;
   }
 
   /**
-   * Attaches the holder of `keyBuf` (claimed at `fence` on `epoch`), creating the epoch's watcher
-   * on first use: it starts at fence + 1, so it misses no later event and, when no write came in
-   * between, is a synced watch; nothing on the acquire path waits for it. Returns the detach.
+   * Attaches the participant whose key `keyBuf` was created at `rev` on `epoch`: `lose` runs once
+   * when the key is deleted at a revision above `after`, also when that deletion came before this
+   * call. Returns the detach.
    */
-  attach(epoch: LeaseEpoch, keyBuf: Buffer, fence: bigint, lose: () => void): () => void {
+  attach(epoch: LeaseEpoch, keyBuf: Buffer, rev: bigint, after: bigint, lose: () => void): () => void {
     let cur = this.#current;
-    if (!cur || cur.epoch !== epoch) {
-      if (cur) cur.w.cancel();
-      const made: HolderEntry = { epoch, w: { cancel: () => undefined }, holder: undefined };
-      made.w = watchKey(this.#client, { key: keyBuf, startRevision: fence + 1n, deletesOnly: true }, {
-        event: (_type, kv) => {
-          const h = made.holder;
-          if (h && BigInt(kv.mod_revision) > h.fence) h.lose();
-        },
-        failed: () => undefined, // the session's keepalive and deadline still cover a lost lease
-      });
+    if (!cur || cur.epoch !== epoch || !cur.keyBuf.equals(keyBuf)) {
+      if (cur) this.#drop(cur);
+      const made: OwnEntry = { epoch, keyBuf, w: NO_WATCH, attached: undefined, lastDeleted: 0n };
+      this.#watch(made, after + 1n);
       onAbort(epoch.signal, () => this.#drop(made)); // (one of thousands on the epoch's signal: see onAbort)
       this.#current = cur = made;
     }
-    const holder = { fence, lose };
-    const attached = cur;
-    attached.holder = holder;
+    let done = false;
+    const attached: Attached = {
+      rev,
+      after,
+      lose: () => {
+        if (done) return;
+        done = true;
+        lose();
+      },
+    };
+    const entry = cur;
+    entry.attached = attached;
+    if (entry.lastDeleted > after) attached.lose();
     return () => {
-      if (attached.holder === holder) attached.holder = undefined;
+      if (entry.attached === attached) entry.attached = undefined;
     };
   }
 
   /** Ends the watch (the recipe is closing). Idempotent. */
   close(): void {
-    this.#drop(this.#current);
+    if (this.#current) this.#drop(this.#current);
   }
 
-  #drop(cur: HolderEntry | undefined): void {
-    if (!cur) return;
-    cur.holder = undefined;
-    if (this.#current === cur) this.#current = undefined;
-    cur.w.cancel();
+  #watch(entry: OwnEntry, startRevision: bigint | undefined): void {
+    entry.w = watchKey(this.#client, { key: entry.keyBuf, startRevision, deletesOnly: true }, {
+      event: (_type, kv) => {
+        const rev = BigInt(kv.mod_revision);
+        if (rev > entry.lastDeleted) entry.lastDeleted = rev;
+        const a = entry.attached;
+        if (a && rev > a.after) a.lose();
+      },
+      // Ended by the server (compacted past where it would resume, refused): watch again from now
+      // and read the key once, so a deletion in between is not missed.
+      failed: (e) => {
+        if (this.#current !== entry) return;
+        this.#logger.warn({ err: e, key: entry.keyBuf.toString() }, 'own-key watch ended by the server; watching again');
+        const again = setTimeout(() => {
+          if (this.#current === entry) this.#watch(entry, undefined);
+        }, 100);
+        again.unref();
+      },
+      created: startRevision !== undefined ? undefined : () => void this.#check(entry),
+    });
+  }
+
+  async #check(entry: OwnEntry): Promise<void> {
+    const a = entry.attached;
+    if (!a) return;
+    try {
+      const r = await this.#txn({ compare: [], success: [{ request_range: { key: entry.keyBuf, keys_only: true } }], failure: [] }, entry.epoch.signal);
+      if (entry.attached === a && r.responses[0]?.response_range.kvs[0]?.create_revision !== String(a.rev)) a.lose();
+    } catch {
+      // the epoch ended: its loss is the session's to report
+    }
+  }
+
+  #drop(entry: OwnEntry): void {
+    entry.attached = undefined;
+    if (this.#current === entry) this.#current = undefined;
+    entry.w.cancel();
   }
 }
+
+const NO_WATCH: KeyWatch = { cancel: () => undefined };
