@@ -147,6 +147,38 @@ describe('the etcd watch stream', () => {
     expect(session.closed).toBe(false);
   });
 
+  it('waitDeleted: the second watch hedging a start behind the check\'s revision is cancelled after a second; the first still wakes the waiter', async () => {
+    const proxy = await new FaultProxy({ target: { port: etcd.clientPort } }).start();
+    const writing = new AbortController();
+    try {
+      const client = pool.client([`http://${proxy.address}`]);
+      const txn = (req: Parameters<typeof client.kv.txn>[0]) => client.kv.txn(req);
+      const name = uniqueName('hedge');
+      await pool.shared().put(`${name}/pred`).value('x');
+      const [pred] = (await pool.shared().kv.range({ key: Buffer.from(`${name}/pred`) })).kvs;
+      await client.get('warm').string();
+      const before = await serverWatchers();
+      const creates = watchStreamStats(client).creates;
+      // Commits land between the watch's creation and its check (a slow link, a busy writer).
+      proxy.delay(20);
+      const writer = (async () => {
+        for (let i = 0; !writing.signal.aborted; i++) await pool.shared().put(`${name}/other`).value(String(i));
+      })();
+      const woken = waitDeleted(client, txn, pred!, new AbortController().signal, silent);
+      await until(() => watchStreamStats(client).creates - creates === 2, 5000, 'the second watch');
+      writing.abort();
+      await writer;
+      await until(async () => (await serverWatchers()) === before + 2, 3000, 'both watches at the server');
+      await until(async () => (await serverWatchers()) === before + 1, 3000, 'the second watch cancelled');
+      await pool.shared().delete().key(`${name}/pred`);
+      await woken;
+      await until(async () => (await serverWatchers()) === before, 3000, 'no watch left');
+    } finally {
+      writing.abort();
+      await proxy.stop();
+    }
+  });
+
   it('a queued waiter wakes once when its predecessor is released while its watch stream is reset, and never re-queues', async () => {
     const proxy = await new FaultProxy({ target: { port: etcd.clientPort } }).start();
     try {

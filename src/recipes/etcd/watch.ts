@@ -5,6 +5,9 @@ import type { Logger } from '../../core/options.js';
 import type { LeaseEpoch } from './epoch.js';
 import { watchKey, type KeyWatch } from './watch-stream.js';
 
+/** How long a predecessor's second watch lives (see waitDeleted): several of etcd's 100 ms catch-up passes. */
+const HEDGE_MS = 1000;
+
 /** Runs a txn (retrying transport errors) until the signal aborts. */
 export type Txn = (req: ITxnRequest, signal: AbortSignal) => Promise<ITxnResponse>;
 
@@ -22,11 +25,15 @@ export type Txn = (req: ITxnRequest, signal: AbortSignal) => Promise<ITxnRespons
  * creation reported, nothing committed in between and the watch is live; above it, the waiter
  * starts a second watch (no second check: the read covered deletions up to its revision, the
  * first watch every one after its start), so a slow delivery needs both to have lost that race.
+ * The second watch is a hedge for that first moment only: by `HEDGE_MS` the catch-up loop has
+ * synced the first, so the second is cancelled then (a burst of joins, commits landing between
+ * nearly every creation and its check, held ~2.4 watches per waiter instead of 2).
  */
 export async function waitDeleted(client: Etcd3, txn: Txn, pred: IKeyValue, signal: AbortSignal, logger: Logger): Promise<void> {
   const key = pred.key;
   signal.throwIfAborted();
   const watches: KeyWatch[] = [];
+  let hedge: NodeJS.Timeout | undefined;
   let settled = false;
   let onAbort: (() => void) | undefined;
   let failed = false;
@@ -51,7 +58,12 @@ export async function waitDeleted(client: Etcd3, txn: Txn, pred: IKeyValue, sign
               ? (created) => {
                   txn({ compare: [], success: [{ request_range: { key, keys_only: true } }], failure: [] }, signal).then((r) => {
                     if (r.responses[0]?.response_range.kvs[0]?.create_revision !== pred.create_revision) resolve();
-                    else if (!settled && BigInt(r.header.revision) > created) watch(false);
+                    else if (!settled && BigInt(r.header.revision) > created) {
+                      watch(false);
+                      const second = watches[watches.length - 1]!;
+                      hedge = setTimeout(() => second.cancel(), HEDGE_MS);
+                      hedge.unref();
+                    }
                   }, reject);
                 }
               : undefined,
@@ -62,6 +74,7 @@ export async function waitDeleted(client: Etcd3, txn: Txn, pred: IKeyValue, sign
     });
   } finally {
     settled = true;
+    clearTimeout(hedge);
     if (onAbort) signal.removeEventListener('abort', onAbort);
     for (const w of watches) w.cancel();
   }
