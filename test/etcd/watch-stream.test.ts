@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { IKeyValue } from 'etcd3';
+import { ClientClosedError, type IKeyValue } from 'etcd3';
 import { EtcdServer, FaultProxy } from '../../src/testing/index.js';
 import { httpRequest } from '../../src/testing/net.js';
 import { EtcdMutex } from '../../src/recipes/etcd/mutex.js';
@@ -117,6 +117,19 @@ describe('the etcd watch stream', () => {
     } finally {
       await proxy.stop();
     }
+  });
+
+  it('closing the client fails its watches with ClientClosedError, and any made after', async () => {
+    const client = pool.client();
+    const key = `${uniqueName('closed')}/k`;
+    const w = deletions(client, key);
+    await until(() => w.created.length === 1, 5000, 'created');
+    client.close();
+    expect(w.failed.length).toBe(1);
+    expect(w.failed[0]).toBeInstanceOf(ClientClosedError);
+    const later = deletions(client, key);
+    await until(() => later.failed.length === 1, 1000, 'the later watch failed');
+    expect(later.failed[0]).toBeInstanceOf(ClientClosedError);
   });
 
   it('a watch whose resume revision was compacted away reports failed (the caller re-reads)', async () => {

@@ -31,7 +31,10 @@ export interface WatchListener {
   created?(revision: bigint): void;
   /** An event on the key (or range). */
   event(type: 'put' | 'delete', kv: IKeyValue): void;
-  /** The server ended the watch; nothing more will come (re-read, then watch again). */
+  /**
+   * The server ended the watch, or the client was closed (etcd3's ClientClosedError); nothing
+   * more will come (re-read, then watch again — not after ClientClosedError).
+   */
   failed(err: Error): void;
 }
 
@@ -107,11 +110,11 @@ class WatchHub {
     return { cancel: () => this.#cancel(entry) };
   }
 
-  /** Ends the stream and every watch on it (the client is closing). */
+  /** Ends the stream; every watch on it fails with ClientClosedError (the client is closing). */
   close(): void {
     this.#closed = true;
-    this.#entries.clear();
     this.#drop();
+    this.#fail(new etcd3.ClientClosedError('watch'));
   }
 
   /** Breaks the stream as a network fault would (tests). */
@@ -171,8 +174,10 @@ class WatchHub {
       },
       (err: unknown) => {
         this.#opening = false;
-        if (err instanceof etcd3.ClientClosedError) this.#fail(err);
-        else this.#reopenLater();
+        if (err instanceof etcd3.ClientClosedError) {
+          this.#closed = true;
+          this.#fail(err);
+        } else this.#reopenLater();
       },
     );
   }
@@ -258,10 +263,9 @@ export function watchKey(client: Etcd3, spec: WatchSpec, listener: WatchListener
   return hubOf(client).add(spec, listener);
 }
 
-/** Closes the client's tenure watch stream, if any (the client is closing). */
+/** Closes the client's tenure watch stream, if any (the client is closing): its watches, and any made later, fail with ClientClosedError. */
 export function closeWatchStream(client: Etcd3): void {
-  hubs.get(client)?.close();
-  hubs.delete(client);
+  hubOf(client).close();
 }
 
 /** The client's watch-stream counters (zero before its first watch). */

@@ -3,6 +3,7 @@ import { onAbort, sleep } from '../../core/abort.js';
 import { SessionExpiredError } from '../../core/errors.js';
 import type { Logger } from '../../core/options.js';
 import type { LeaseEpoch } from './epoch.js';
+import { etcd3 } from './peer.js';
 import { watchKey, type KeyWatch } from './watch-stream.js';
 
 /** How long a predecessor's second watch lives (see waitDeleted): several of etcd's 100 ms catch-up passes. */
@@ -109,8 +110,8 @@ export function watchOwn(client: Etcd3, txn: Txn, keyBuf: Buffer, rev: bigint, s
       },
       // Ended by the server (compacted past its resume point, refused): watch and check again.
       failed: (e) => {
+        if (stopped.signal.aborted || ctl.signal.aborted || e instanceof etcd3.ClientClosedError) return;
         logger.warn({ err: e, key: keyBuf.toString() }, `${what}: own-key watch failed; watching again`);
-        if (stopped.signal.aborted || ctl.signal.aborted) return;
         again = setTimeout(start, 100);
         again.unref();
       },
@@ -231,7 +232,7 @@ export class OwnKeyWatch {
       // Ended by the server (compacted past where it would resume, refused): watch again from now
       // and read the key once, so a deletion in between is not missed.
       failed: (e) => {
-        if (this.#current !== entry) return;
+        if (this.#current !== entry || e instanceof etcd3.ClientClosedError) return;
         this.#logger.warn({ err: e, key: entry.keyBuf.toString() }, 'own-key watch ended by the server; watching again');
         const again = setTimeout(() => {
           if (this.#current === entry) this.#watch(entry, undefined);
