@@ -199,6 +199,29 @@ describe('EtcdMutex', () => {
     expect(performance.now() - t0).toBeLessThan(1000);
   });
 
+  it('a waiter hears its own key deleted in every wait of one lease, not only the first, and its own releases in between are not losses', async () => {
+    const name = uniqueName('m');
+    const a = new EtcdMutex(await pool.session(), name);
+    const b = new EtcdMutex(await pool.session({ client: pool.client() }), name);
+    for (let i = 1; i <= 3; i++) {
+      const held = await a.acquire();
+      const p = b.acquire({ timeoutMs: 5000 });
+      await until(() => b.stats.predecessorWatches === i, 5000, `b waiting (${i})`);
+      await held.release();
+      await (await p).release(); // granted: the deletions of its earlier keys did not count
+    }
+    const held = await a.acquire();
+    const p = b.acquire();
+    p.catch(() => undefined);
+    await until(() => b.stats.predecessorWatches === 4, 5000, 'b waiting again');
+    await new Promise((r) => setTimeout(r, 100));
+    const t0 = performance.now();
+    await pool.shared().delete().key(b.key);
+    await expect(p).rejects.toBeInstanceOf(SessionExpiredError);
+    expect(performance.now() - t0).toBeLessThan(1000);
+    await held.release();
+  });
+
   it('rejects bad input and use after close with named errors', async () => {
     const s = await pool.session();
     expect(() => new EtcdMutex(s, '')).toThrow(ConfigError);

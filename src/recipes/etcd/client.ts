@@ -3,6 +3,7 @@ import { ExponentialBackoff, handleWhen, noop, retry } from 'cockatiel';
 import { ConfigError } from '../../core/errors.js';
 import { optionalNumber, requireObject, requireOptions } from '../../core/validate.js';
 import { etcd3, loadEtcd3 } from './peer.js';
+import { closeWatchStream } from './watch-stream.js';
 
 /**
  * The etcd3 client with fault handling chosen for leases, not for throughput.
@@ -78,20 +79,22 @@ export function newEtcdClient(options: EtcdClientOptions): Etcd3 {
     faultHandling: {
       host: () => noop,
       global: retry(handleWhen(etcd3.isRecoverableError), { maxAttempts: maxAttempts - 1, backoff: new ExponentialBackoff({ initialDelay: retryDelayMs, maxDelay: 1000 }) }),
-      // etcd3 tears a client's watch stream down when its last watcher is cancelled, and a
-      // watcher attached before the cancel lands meets the stream's CANCELLED error and waits one
-      // backoff before re-attaching. A queue cancels its watches on every grant, so with a 100 ms
-      // first step a hand-off could stall 100-200 ms; 5 ms keeps that race cheap and still backs
-      // off to 1 s on a real outage.
+      // etcd3's own watch stream (a user's watchers on this client; tenure's recipes watch on a
+      // stream of their own, watch-stream.ts) is torn down when its last watcher is cancelled, and
+      // a watcher attached before the cancel lands meets the stream's CANCELLED error and waits
+      // one backoff before re-attaching: 5 ms keeps that race cheap and still backs off to 1 s on
+      // a real outage.
       watchBackoff: new ExponentialBackoff({ initialDelay: 5, maxDelay: 1000 }).next(),
     },
   });
   endpoints.set(client, describeHosts(hosts)!);
   // etcd3's close() closes the gRPC channels but leaves a watch stream open until the server
   // confirms the last watcher's cancel — on a blackholed link, never, and the open HTTP/2 session
-  // keeps the process alive. Closing a tenure client cancels the stream too.
+  // keeps the process alive. Closing a tenure client cancels the streams too (etcd3's, for a
+  // user's own watchers, and tenure's: watch-stream.ts).
   const close = client.close.bind(client);
   client.close = () => {
+    closeWatchStream(client);
     try {
       (client as unknown as { watchManager?: { stream?: { cancel(): void } } }).watchManager?.stream?.cancel();
     } catch {

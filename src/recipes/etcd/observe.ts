@@ -8,6 +8,7 @@ import { retryableEtcdError, toTenureError } from './errors.js';
 import { prefixEnd } from './kv.js';
 import { refuseNested } from './names.js';
 import { etcd3 } from './peer.js';
+import { watchKey, type KeyWatch } from './watch-stream.js';
 
 /** Who leads an etcd election, as an observer sees it. */
 export interface EtcdLeaderInfo extends LeaderInfo {
@@ -72,19 +73,20 @@ export function leaderOf(kv: IKeyValue, fence: bigint | undefined): EtcdLeaderIn
 /** Waits for the first event on a key (or under a prefix) from `fromRev`. */
 export async function nextChange(client: Etcd3, key: Buffer, fromRev: bigint, prefix: boolean, signal: AbortSignal): Promise<void> {
   signal.throwIfAborted(); // (an abort during the read before: no 'abort' event will come)
-  const b = client.watch().startRevision(String(fromRev));
-  const w = (prefix ? b.prefix(key) : b.key(key)).watcher();
+  let w: KeyWatch | undefined;
   let onAbort: (() => void) | undefined;
   try {
     await new Promise<void>((resolve, reject) => {
       onAbort = () => reject(signal.reason);
       signal.addEventListener('abort', onAbort, { once: true });
-      w.on('data', () => resolve());
-      w.on('error', () => resolve()); // re-read; the loop retries
+      w = watchKey(client, { key, rangeEnd: prefix ? prefixEnd(key) : undefined, startRevision: fromRev }, {
+        event: () => resolve(),
+        failed: () => resolve(), // re-read; the loop retries
+      });
     });
   } finally {
     if (onAbort) signal.removeEventListener('abort', onAbort);
-    void w.cancel().catch(() => undefined);
+    w?.cancel();
   }
 }
 

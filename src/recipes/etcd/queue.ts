@@ -6,7 +6,7 @@ import { prefixEnd, retryingTxn } from './kv.js';
 import { refuseNested } from './names.js';
 import type { LeaseEpoch } from './epoch.js';
 import type { EtcdSession } from './session.js';
-import { HolderWatch, waitDeleted, watchOwn, type OwnWatch, type Txn } from './watch.js';
+import { OwnKeyWatch, waitDeleted, type Txn } from './watch.js';
 import { inWindow } from '../../core/window.js';
 
 /**
@@ -73,7 +73,7 @@ export class RevisionQueue {
   readonly what: string;
   readonly stats: QueueStats = { predecessorWakeups: 0, predecessorWatches: 0 };
   readonly #txn: Txn;
-  readonly #holderWatch: HolderWatch;
+  readonly #ownWatch: OwnKeyWatch;
   readonly #fenceAtEnqueue: boolean;
 
   constructor(session: EtcdSession, name: string, what: string, opts: { fenceAtEnqueue?: boolean } = {}) {
@@ -83,7 +83,7 @@ export class RevisionQueue {
     this.prefix = Buffer.from(`${name}/`);
     this.what = what;
     this.#txn = (req, signal) => retryingTxn(this.session, req, signal, this.what);
-    this.#holderWatch = new HolderWatch(session.client);
+    this.#ownWatch = new OwnKeyWatch(session.client, this.#txn, session.logger);
   }
 
   /** The key this session's current lease queues under. */
@@ -227,7 +227,7 @@ export class RevisionQueue {
     const keyBuf = Buffer.from(key);
     const token = this.session.claimKey(key, this.what);
     let slot: Slot | undefined;
-    let watch: OwnWatch | undefined;
+    let gone: AbortController | undefined;
     const scope = AbortSignal.any([signal, epoch.signal]);
     try {
       const queued = await this.#enqueue(keyBuf, epoch.leaseId, value, scope);
@@ -252,9 +252,13 @@ export class RevisionQueue {
         fence = this.#fenceAtEnqueue ? slot.rev : await this.#claim(slot, value, scope);
       } else {
         // Queued behind someone: also watch the own key, so its loss rejects at once (etcd#19597).
-        watch = watchOwn(this.session.client, this.#txn, keyBuf, slot.rev, scope, this.what, this.session.logger);
-        fence = await this.#waitAndClaim(slot, value, AbortSignal.any([scope, watch.gone]), queued.first);
-        watch.stop();
+        const lost = (gone = new AbortController());
+        const detach = this.#ownWatch.attach(epoch, keyBuf, slot.rev, slot.rev, () => lost.abort(new SessionExpiredError(`${this.what}: own key ${key} was deleted (lease expired or revoked)`)));
+        try {
+          fence = await this.#waitAndClaim(slot, value, AbortSignal.any([scope, lost.signal]), queued.first);
+        } finally {
+          detach();
+        }
       }
       // The claim committed while the lease lived, but its reply may have been read past the
       // local deadline (the process paused with it in its socket): by then the lease may have
@@ -262,13 +266,12 @@ export class RevisionQueue {
       if (epoch.lost) throw new LateClaimError(this.session.expiredError(this.what, epoch));
       return { slot, fence };
     } catch (e) {
-      watch?.stop();
       if (revoked(e)) epoch.lose('expired', `etcd session: lease ${epoch.leaseId} was revoked`);
       if (slot) await this.#undo(slot);
       else this.session.freeKey(key, token);
       if (signal.aborted) throw signal.reason;
       if (epoch.signal.aborted && !(e instanceof LateClaimError) && !revoked(e)) throw this.session.expiredError(this.what, epoch);
-      if (watch?.gone.aborted) throw watch.gone.reason;
+      if (gone?.signal.aborted) throw gone.signal.reason;
       throw e;
     }
   }
@@ -283,9 +286,9 @@ export class RevisionQueue {
     }
   }
 
-  /** Ends the holder watch (the recipe is closing). */
+  /** Ends the own-key watch (the recipe is closing). */
   close(): void {
-    this.#holderWatch.close();
+    this.#ownWatch.close();
   }
 
   /**
@@ -316,8 +319,8 @@ export class RevisionQueue {
       },
     });
     // The holder hears a deletion of its key from outside (lease revoked, key removed) as soon as
-    // the next holder can be woken by the same deletion, not a keepalive later (see HolderWatch).
-    const detach = this.#holderWatch.attach(slot.epoch, slot.keyBuf, fence, () => ctl.lose('expired', undefined, `${this.what}: own key ${slot.key} was deleted (lease revoked or key removed)`));
+    // the next holder can be woken by the same deletion, not a keepalive later (see OwnKeyWatch).
+    const detach = this.#ownWatch.attach(slot.epoch, slot.keyBuf, slot.rev, fence, () => ctl.lose('expired', undefined, `${this.what}: own key ${slot.key} was deleted (lease revoked or key removed)`));
     const onLost = (): void => {
       detach();
       // Lost, not released: the session lease is gone (or the key is); nothing left to delete.
