@@ -7,6 +7,7 @@
 import pg from 'pg';
 import { PgElection, PgSessionLock, advisoryKey, withXactLock } from '../src/recipes/postgres/index.js';
 import { PostgresServer } from '../src/testing/index.js';
+import { tenureTables } from '../src/recipes/postgres/schema.js';
 import { interleaved, notes, spread, timeLoop, type BenchCase, type BenchRow } from './harness.js';
 import { contend, contentionRow, handoff, type Acquire } from './contention.js';
 
@@ -29,6 +30,22 @@ const xactImpls: Impl[] = [
       const c = await pool.connect();
       try {
         await c.query(`BEGIN; SELECT pg_advisory_xact_lock(${k.namespace}, ${k.key})`);
+        await body();
+        await c.query('COMMIT');
+      } finally {
+        c.release();
+      }
+    }),
+  },
+  {
+    // The same statements as tenure's withXactLock, fence included, with no client work around
+    // them: what is left between this row and tenure's is tenure's JavaScript per cycle.
+    impl: 'raw pg_advisory_xact_lock + nextval (the fence)',
+    acquire: xactHolder(async (pool, name, body) => {
+      const k = advisoryKey(name);
+      const c = await pool.connect();
+      try {
+        await c.query(`BEGIN;  SELECT pg_advisory_xact_lock(${k.namespace}, ${k.key}), ${tenureTables(undefined).nextval}::text AS fence`);
         await body();
         await c.query('COMMIT');
       } finally {

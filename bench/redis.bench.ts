@@ -8,6 +8,8 @@ import { createRequire } from 'node:module';
 import { Redis } from 'ioredis';
 import { Redlock as SesameRedlock } from '@sesamecare-oss/redlock';
 import { RedisLock } from '../src/recipes/redis/index.js';
+import { lockKeys } from '../src/recipes/redis/keys.js';
+import { ACQUIRE, RELEASE, runScript } from '../src/recipes/redis/scripts.js';
 import { RedisServer } from '../src/testing/index.js';
 import { interleaved, notes, spread, timeLoop, type BenchCase, type BenchRow } from './harness.js';
 import { contend, contentionRow, handoff, type Acquire } from './contention.js';
@@ -66,6 +68,25 @@ const impls: Impl[] = [
 ];
 
 /**
+ * Not a lock: tenure's two scripts (ACQUIRE, RELEASE), the same keys and arguments, called back to
+ * back on a raw client — the server's work and the round trips of a tenure cycle, without its
+ * client work (lease, renewal timer, subscriptions). Uncontended only.
+ */
+const SCRIPTS = "tenure's scripts alone (raw client, no lease)";
+async function scriptsOnly(redis: Redis, name: string): Promise<{ acquire: Acquire; close(): Promise<void> }> {
+  const k = lockKeys('tenure:', name);
+  let n = 0;
+  return {
+    acquire: async () => {
+      const token = `t${++n}`;
+      const [, fence] = (await runScript(redis, ACQUIRE, [k.lock, k.fence, k.boot, k.queue, k.alive, k.ticket], [token, TTL, 0, '1', 10_000, 'id', k.acquired, k.lost])) as [number, number];
+      return async () => void (await runScript(redis, RELEASE, [k.lock, k.queue, k.boot], [`${token}:${fence}:id`, k.released, String(fence)]));
+    },
+    close: async () => undefined,
+  };
+}
+
+/**
  * Commands the server ran since RESETSTAT and the µs it spent in them (INFO commandstats), without
  * the CONFIG RESETSTAT. Commands a script calls count (an INFO inside a script too: the stats
  * never include the INFO reading them), and a script's µs include theirs.
@@ -99,8 +120,8 @@ async function run({ durationMs }: { durationMs: number }): Promise<BenchRow[]> 
     const names = impls.map((i) => i.impl);
     const byName = new Map(impls.map((i) => [i.impl, i.make]));
     const admin = client();
-    const solo = await interleaved(names, async (impl) => {
-      const one = await byName.get(impl)!(client(), `solo:${impl}`);
+    const solo = await interleaved([...names, SCRIPTS], async (impl) => {
+      const one = impl === SCRIPTS ? await scriptsOnly(client(), `solo:${impl}`) : await byName.get(impl)!(client(), `solo:${impl}`);
       await admin.config('RESETSTAT');
       const r = await timeLoop(async () => (await one.acquire())(), durationMs);
       const server = await serverCost(admin);
