@@ -5,6 +5,7 @@ import { httpRequest } from '../../src/testing/net.js';
 import { EtcdMutex } from '../../src/recipes/etcd/mutex.js';
 import { watchKey, watchStreamStats, type KeyWatch } from '../../src/recipes/etcd/watch-stream.js';
 import { waitDeleted } from '../../src/recipes/etcd/watch.js';
+import { silentLogger } from '../../src/core/options.js';
 import { Pool, uniqueName, until } from './helpers.js';
 
 let etcd: EtcdServer;
@@ -18,7 +19,7 @@ afterAll(async () => {
   await etcd?.stop();
 });
 
-const silent = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined, child: () => silent } as never;
+const silent = silentLogger();
 
 async function serverWatchers(): Promise<number> {
   const { body } = await httpRequest(etcd.clientPort, '/metrics', { timeoutMs: 5000 });
