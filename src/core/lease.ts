@@ -124,7 +124,13 @@ export class LeaseController {
 
   /** The lease's signal (made now if it was not yet: see `#abort`). */
   get signal(): AbortSignal {
-    return this.#signal();
+    if (this.#abort) return this.#abort.signal;
+    const abort = (this.#abort = new AbortController());
+    // The hooks registered so far run first, as listeners registered before any reader's.
+    for (const h of this.#hooks ?? []) abort.signal.addEventListener('abort', h, { once: true });
+    this.#hooks = undefined;
+    if (this.#end) abort.abort(this.endError);
+    return abort.signal;
   }
 
   /** @internal The lease's `remainingMs()`. */
@@ -134,23 +140,9 @@ export class LeaseController {
     return d === undefined ? Infinity : Math.max(0, d - this.#clock.now());
   }
 
-  /** @internal The lease's `lost`: ended, or past the local deadline (which ends it now). */
-  checkDeadline(): boolean {
-    return this.#checkDeadline();
-  }
 
   /** @internal Where the lease's emitter hears failures no caller awaits (set by the emitter that announced it). */
   errorSink: ((error: unknown) => void) | undefined;
-
-  #signal(): AbortSignal {
-    if (this.#abort) return this.#abort.signal;
-    const abort = (this.#abort = new AbortController());
-    // The hooks registered so far run first, as listeners registered before any reader's.
-    for (const h of this.#hooks ?? []) abort.signal.addEventListener('abort', h, { once: true });
-    this.#hooks = undefined;
-    if (this.#end) abort.abort(this.endError);
-    return abort.signal;
-  }
 
   /** True when the lease has ended (signal aborted). */
   get ended(): boolean {
@@ -210,7 +202,7 @@ export class LeaseController {
    */
   release(): Promise<void> {
     if (!this.#releasing) {
-      const lost = this.#checkDeadline();
+      const lost = this.checkDeadline();
       this.lose('released', undefined, `${this.#init.name}: released`);
       const atStore = this.#init.release();
       if (lost) {
@@ -263,7 +255,8 @@ export class LeaseController {
     }
   }
 
-  #checkDeadline(): boolean {
+  /** @internal The lease's `lost`: ended, or past the local deadline (which ends it now). */
+  checkDeadline(): boolean {
     if (this.#end) return true;
     const d = this.#init.deadline?.();
     if (d !== undefined && this.#clock.now() >= d) {

@@ -165,7 +165,6 @@ async function run<T>(pool: Pool, p: Prepared, mode: 'wait' | 'try', fn: (ctx: X
     scope?.dispose();
     controller = new LeaseController({ name: p.name, fence: BigInt(fence), release: async () => undefined });
     const lease = controller.lease;
-    const ctl = controller;
     const value = await fn({
       client,
       fence: lease.fence,
@@ -174,7 +173,7 @@ async function run<T>(pool: Pool, p: Prepared, mode: 'wait' | 'try', fn: (ctx: X
       },
       lease,
     });
-    if (ctl.ended) throw ctl.endError; // the connection died: nothing committed
+    if (controller.ended) throw controller.endError; // the connection died: nothing committed
     await queryWithin(client.query('COMMIT'), callTimeoutMs, `${what}: commit`, endpoint, cut);
     open = false;
     return { acquired: true, value };
