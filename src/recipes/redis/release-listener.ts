@@ -13,16 +13,12 @@ import { SharedSubscriber, type Subscription } from './subscriber.js';
  * never sent the release messages of its own cycles.
  */
 export class ReleaseListener {
-  readonly #redis: RedisClient;
-  readonly #channel: string;
-  readonly #lost: string;
   /** The holder of this lock object, told when a grant goes to another token. */
   #holder: { token: string; lost: () => void } | undefined;
-  #sub: Subscription | undefined;
-  #ready: Promise<void> | undefined;
-  #subscribed = false;
-  #holderSub: Subscription | undefined;
-  #holderReady: Promise<void> | undefined;
+  /** The release channel, for waits. */
+  readonly #releases: OnceSubscription;
+  /** The lost channel, for the holder. */
+  readonly #lost: OnceSubscription;
   /** Pending waits: token → wake functions. */
   readonly #waiters = new Map<string, Set<() => void>>();
   /** Messages addressed to everyone. */
@@ -31,9 +27,10 @@ export class ReleaseListener {
   readonly #addressed = new Map<string, number>();
 
   constructor(redis: RedisClient, channel: string, lost: string) {
-    this.#redis = redis;
-    this.#channel = channel;
-    this.#lost = lost;
+    this.#releases = new OnceSubscription(redis, channel, (to) => this.#deliver(to));
+    this.#lost = new OnceSubscription(redis, lost, (to) => {
+      if (this.#holder && to !== this.#holder.token) this.#holder.lost();
+    });
   }
 
   /**
@@ -47,23 +44,12 @@ export class ReleaseListener {
 
   /** Subscribes (once) to the lost channel the holder hears on. Await before the first attempt. */
   holderReady(): Promise<void> {
-    if (!this.#holderReady) {
-      const sub = SharedSubscriber.for(this.#redis).subscribe([this.#lost], (_channel, to) => {
-        if (this.#holder && to !== this.#holder.token) this.#holder.lost();
-      });
-      this.#holderSub = sub;
-      this.#holderReady = sub.ready;
-      this.#holderReady.catch(() => {
-        this.#holderReady = undefined;
-        sub.close();
-      });
-    }
-    return this.#holderReady;
+    return this.#lost.ready();
   }
 
   /** True once the release channel is subscribed (see `ready`). */
   get subscribed(): boolean {
-    return this.#subscribed;
+    return this.#releases.subscribed;
   }
 
   unwatch(token: string): void {
@@ -75,17 +61,7 @@ export class ReleaseListener {
    * before that is seen by that attempt.
    */
   ready(): Promise<void> {
-    if (!this.#ready) {
-      // On the client's one shared subscriber connection (see subscriber.ts).
-      const sub = SharedSubscriber.for(this.#redis).subscribe([this.#channel], (_channel, to) => this.#deliver(to));
-      this.#sub = sub;
-      this.#ready = sub.ready.then(() => void (this.#subscribed = true));
-      this.#ready.catch(() => {
-        this.#ready = undefined;
-        sub.close();
-      });
-    }
-    return this.#ready;
+    return this.#releases.ready();
   }
 
   #deliver(to: string): void {
@@ -139,10 +115,44 @@ export class ReleaseListener {
   async close(): Promise<void> {
     this.#holder = undefined;
     for (const set of [...this.#waiters.values()]) for (const w of [...set]) w();
-    const subs = [this.#sub, this.#holderSub];
-    this.#sub = this.#holderSub = undefined;
-    this.#ready = this.#holderReady = undefined;
-    this.#subscribed = false;
-    for (const s of subs) s?.close();
+    this.#releases.close();
+    this.#lost.close();
+  }
+}
+
+/**
+ * One channel on the client's one shared subscriber connection (see subscriber.ts), subscribed
+ * on the first `ready()`; a subscribe that fails is dropped, so the next `ready()` tries again.
+ */
+class OnceSubscription {
+  #sub: Subscription | undefined;
+  #ready: Promise<void> | undefined;
+  /** True once subscribed (until `close`). */
+  subscribed = false;
+
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly channel: string,
+    private readonly onMessage: (message: string) => void,
+  ) {}
+
+  ready(): Promise<void> {
+    if (!this.#ready) {
+      const sub = SharedSubscriber.for(this.redis).subscribe([this.channel], (_channel, message) => this.onMessage(message));
+      this.#sub = sub;
+      this.#ready = sub.ready.then(() => void (this.subscribed = true));
+      this.#ready.catch(() => {
+        this.#ready = undefined;
+        sub.close();
+      });
+    }
+    return this.#ready;
+  }
+
+  close(): void {
+    const sub = this.#sub;
+    this.#sub = this.#ready = undefined;
+    this.subscribed = false;
+    sub?.close();
   }
 }
