@@ -1,20 +1,10 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { EtcdServer } from '../../src/testing/index.js';
+import { describe, expect, it } from 'vitest';
 import { EtcdElection } from '../../src/recipes/etcd/election.js';
 import type { EtcdLeaderInfo } from '../../src/recipes/etcd/observe.js';
 import { BusyError, ClosedError, ConfigError, NotLeaderError, SessionExpiredError } from '../../src/core/errors.js';
-import { Pool, uniqueName, until } from './helpers.js';
+import { etcdForFile, uniqueName, until } from './helpers.js';
 
-let etcd: EtcdServer;
-const pool = new Pool(() => etcd.endpoints);
-
-beforeAll(async () => {
-  etcd = await new EtcdServer().start();
-});
-afterEach(() => pool.cleanup());
-afterAll(async () => {
-  await etcd?.stop();
-});
+const { pool } = etcdForFile();
 
 describe('EtcdElection', () => {
   it('elects one candidate at a time and hands over on resign', async () => {

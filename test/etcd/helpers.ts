@@ -1,6 +1,8 @@
+import { afterAll, afterEach, beforeAll } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import { Etcd3 } from 'etcd3';
 import { newEtcdClient } from '../../src/recipes/etcd/client.js';
+import { EtcdServer } from '../../src/testing/index.js';
 import { loadEtcd3 } from '../../src/recipes/etcd/peer.js';
 import { EtcdSession, type EtcdSessionOptions } from '../../src/recipes/etcd/session.js';
 
@@ -47,6 +49,28 @@ export class Pool {
     for (const c of this.clients.splice(0)) c.close();
     this.#shared = undefined;
   }
+}
+
+/**
+ * One etcd server for a test file, started before its tests and stopped after them, and a
+ * {@link Pool} on it whose sessions and clients are closed after each test. `server()` is the
+ * running server (read it inside a test or hook).
+ */
+export function etcdForFile(): { server: () => EtcdServer; pool: Pool } {
+  let etcd: EtcdServer | undefined;
+  const server = (): EtcdServer => {
+    if (!etcd) throw new Error('etcdForFile: the server starts in beforeAll; read it inside a test or hook');
+    return etcd;
+  };
+  const pool = new Pool(() => server().endpoints);
+  beforeAll(async () => {
+    etcd = await new EtcdServer().start();
+  });
+  afterEach(() => pool.cleanup());
+  afterAll(async () => {
+    await etcd?.stop();
+  });
+  return { server, pool };
 }
 
 /** Resolves with the monotonic ms when `signal` aborts (at once if it has). */

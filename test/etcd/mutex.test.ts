@@ -1,19 +1,9 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { EtcdServer } from '../../src/testing/index.js';
+import { describe, expect, it } from 'vitest';
 import { EtcdMutex } from '../../src/recipes/etcd/mutex.js';
 import { AcquireTimeoutError, ClosedError, ConfigError, LeaseLostError, NotHeldError, SessionExpiredError } from '../../src/core/errors.js';
-import { Pool, TTL, serverCalls, uniqueName, until } from './helpers.js';
+import { etcdForFile, TTL, serverCalls, uniqueName, until } from './helpers.js';
 
-let etcd: EtcdServer;
-const pool = new Pool(() => etcd.endpoints);
-
-beforeAll(async () => {
-  etcd = await new EtcdServer().start();
-});
-afterEach(() => pool.cleanup());
-afterAll(async () => {
-  await etcd?.stop();
-});
+const { server, pool } = etcdForFile();
 
 async function keysUnder(name: string): Promise<string[]> {
   return pool.shared().getAll().prefix(`${name}/`).keys();
@@ -40,14 +30,14 @@ describe('EtcdMutex', () => {
     const m = new EtcdMutex(await pool.session(), name);
     await (await m.acquire()).release(); // (the session's first lease and watches are set up)
     let lastRelease = BigInt((await pool.shared().kv.range({ key: Buffer.from('-') })).header.revision);
-    const before = await serverCalls(etcd.endpoints[0]!, 'Txn');
+    const before = await serverCalls(server().endpoints[0]!, 'Txn');
     for (let i = 0; i < 10; i++) {
       const lease = await m.acquire();
       expect(lease.fence).toBeGreaterThan(lastRelease);
       await lease.release();
       lastRelease = BigInt((await pool.shared().kv.range({ key: Buffer.from('-') })).header.revision);
     }
-    expect((await serverCalls(etcd.endpoints[0]!, 'Txn')) - before).toBe(20);
+    expect((await serverCalls(server().endpoints[0]!, 'Txn')) - before).toBe(20);
   });
 
   it('tryAcquire takes a free lock and returns undefined when another holds it, leaving no key behind', async () => {

@@ -1,20 +1,11 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { EtcdServer, FaultProxy } from '../../src/testing/index.js';
+import { describe, expect, it } from 'vitest';
+import { FaultProxy } from '../../src/testing/index.js';
 import { EtcdSession } from '../../src/recipes/etcd/session.js';
 import { AcquireTimeoutError, ClosedError, ConfigError, LeaseLostError, SessionExpiredError } from '../../src/core/errors.js';
 import { settlesWithin } from '../helpers/wait.js';
-import { Pool, TTL, abortedAt, uniqueName, until } from './helpers.js';
+import { etcdForFile, TTL, abortedAt, uniqueName, until } from './helpers.js';
 
-let etcd: EtcdServer;
-const pool = new Pool(() => etcd.endpoints);
-
-beforeAll(async () => {
-  etcd = await new EtcdServer().start();
-});
-afterEach(() => pool.cleanup());
-afterAll(async () => {
-  await etcd?.stop();
-});
+const { server, pool } = etcdForFile();
 
 async function leaseTtl(id: string): Promise<number> {
   const r = await pool.shared().leaseClient.leaseTimeToLive({ ID: id });
@@ -75,7 +66,7 @@ describe('EtcdSession', () => {
   });
 
   it('aborts at its local deadline when partitioned, before the server expires the lease', async () => {
-    const proxy = await new FaultProxy({ target: { port: etcd.clientPort } }).start();
+    const proxy = await new FaultProxy({ target: { port: server().clientPort } }).start();
     try {
       const client = pool.client([`http://${proxy.address}`]);
       const s = await pool.session({ client, safetyMarginMs: 300 });
@@ -95,7 +86,7 @@ describe('EtcdSession', () => {
   });
 
   it('create() takes { signal, timeoutMs } like every wait: on a blackholed link it rejects with exactly the signal\'s reason, or an AcquireTimeoutError, well inside callTimeoutMs', async () => {
-    const proxy = await new FaultProxy({ target: { port: etcd.clientPort } }).start();
+    const proxy = await new FaultProxy({ target: { port: server().clientPort } }).start();
     try {
       const client = pool.client([`http://${proxy.address}`]);
       proxy.blackhole();

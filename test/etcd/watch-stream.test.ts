@@ -1,28 +1,19 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ClientClosedError, type IKeyValue } from 'etcd3';
-import { EtcdServer, FaultProxy } from '../../src/testing/index.js';
+import { FaultProxy } from '../../src/testing/index.js';
 import { httpRequest } from '../../src/testing/net.js';
 import { EtcdMutex } from '../../src/recipes/etcd/mutex.js';
 import { watchKey, watchStreamStats, type KeyWatch } from '../../src/recipes/etcd/watch-stream.js';
 import { waitDeleted } from '../../src/recipes/etcd/watch.js';
 import { silentLogger } from '../../src/core/options.js';
-import { Pool, uniqueName, until } from './helpers.js';
+import { etcdForFile, uniqueName, until, type Pool } from './helpers.js';
 
-let etcd: EtcdServer;
-const pool = new Pool(() => etcd.endpoints);
-
-beforeAll(async () => {
-  etcd = await new EtcdServer().start();
-});
-afterEach(() => pool.cleanup());
-afterAll(async () => {
-  await etcd?.stop();
-});
+const { server, pool } = etcdForFile();
 
 const silent = silentLogger();
 
 async function serverWatchers(): Promise<number> {
-  const { body } = await httpRequest(etcd.clientPort, '/metrics', { timeoutMs: 5000 });
+  const { body } = await httpRequest(server().clientPort, '/metrics', { timeoutMs: 5000 });
   return Number(/^etcd_debugging_mvcc_watcher_total (\d+)/m.exec(body)?.[1] ?? NaN);
 }
 
@@ -42,7 +33,7 @@ function deletions(client: ReturnType<Pool['client']>, key: string, startRevisio
 
 describe('the etcd watch stream', () => {
   it('creates a client\'s watches without waiting for each created reply: 100 watches over a link with 25 ms each way are all at the server within 1.5 s (one at a time: ≥ 5 s)', async () => {
-    const proxy = await new FaultProxy({ target: { port: etcd.clientPort } }).start();
+    const proxy = await new FaultProxy({ target: { port: server().clientPort } }).start();
     try {
       const client = pool.client([`http://${proxy.address}`]);
       await client.get('warm').string(); // the connection is up before the delay starts
@@ -93,7 +84,7 @@ describe('the etcd watch stream', () => {
   });
 
   it('a deletion made while the stream is down (connection reset, link blackholed) is replayed once it is back, exactly once', async () => {
-    const proxy = await new FaultProxy({ target: { port: etcd.clientPort } }).start();
+    const proxy = await new FaultProxy({ target: { port: server().clientPort } }).start();
     try {
       const client = pool.client([`http://${proxy.address}`]);
       const key = `${uniqueName('gap')}/k`;
@@ -162,7 +153,7 @@ describe('the etcd watch stream', () => {
   });
 
   it('waitDeleted: the second watch hedging a start behind the check\'s revision is cancelled after a second; the first still wakes the waiter', async () => {
-    const proxy = await new FaultProxy({ target: { port: etcd.clientPort } }).start();
+    const proxy = await new FaultProxy({ target: { port: server().clientPort } }).start();
     const writing = new AbortController();
     try {
       const client = pool.client([`http://${proxy.address}`]);
@@ -194,7 +185,7 @@ describe('the etcd watch stream', () => {
   });
 
   it('a queued waiter wakes once when its predecessor is released while its watch stream is reset, and never re-queues', async () => {
-    const proxy = await new FaultProxy({ target: { port: etcd.clientPort } }).start();
+    const proxy = await new FaultProxy({ target: { port: server().clientPort } }).start();
     try {
       const name = uniqueName('m');
       const a = new EtcdMutex(await pool.session(), name);
