@@ -36,35 +36,83 @@ describe('InterProcessMutex', () => {
     }
   });
 
-  it('queues in one round trip: the listing is sent behind the create, before its reply', async () => {
-    const m = new InterProcessMutex(s1, '/mutex/pipelined');
-    await (await m.acquire()).release(); // (the parent node exists from here on)
-    type Queue = (request: { header: { type: number } }, cb: (...a: unknown[]) => void) => void;
-    const manager = (s1.client as unknown as { connectionManager: { queue: Queue } }).connectionManager;
+  /** Records the requests `session`'s client sends and the replies it reads, while `fn` runs. */
+  async function requestTimeline(session: ZkSession, fn: () => Promise<void>): Promise<string[]> {
+    type Queue = (request: { header: { type: number }; payload?: { watch?: boolean } }, cb: (...a: unknown[]) => void) => void;
+    const manager = (session.client as unknown as { connectionManager: { queue: Queue } }).connectionManager;
     const own = Object.getOwnPropertyDescriptor(manager, 'queue');
     const queue = manager.queue.bind(manager);
     const ops: Record<number, string> = { 1: 'create', 2: 'delete', 3: 'exists', 8: 'getChildren', 12: 'getChildren' };
     const timeline: string[] = [];
     manager.queue = (request, cb) => {
       const op = ops[request.header.type] ?? String(request.header.type);
-      timeline.push(`send ${op}`);
+      timeline.push(`send ${op}${request.payload?.watch ? ' (watch)' : ''}`);
       queue(request, (...a) => {
         timeline.push(`reply ${op}`);
         cb(...a);
       });
     };
     try {
-      const lease = await m.acquire();
-      // The listing goes out behind the create; the watch on our own node on the create's reply
-      // (before or after the listing's reply is read: both may come in one read).
-      expect(timeline.slice(0, 3)).toEqual(['send create', 'send getChildren', 'reply create']);
-      expect(timeline.filter((t) => t.startsWith('send')).slice(0, 3)).toEqual(['send create', 'send getChildren', 'send exists']);
-      expect(timeline.indexOf('send exists')).toBeLessThan(timeline.indexOf('reply getChildren') + 2);
-      await lease.release();
+      await fn();
+      return timeline;
     } finally {
       if (own) Object.defineProperty(manager, 'queue', own);
       else delete (manager as { queue?: Queue }).queue;
-      await m.close();
+    }
+  }
+
+  it('queues in one round trip: the listing is sent behind the create, before its reply; the own-node watch on the create\'s reply', async () => {
+    const parent = new InterProcessMutex(s1, '/mutex/pipelined');
+    await (await parent.acquire()).release(); // (the parent node exists from here on)
+    await parent.close();
+    const m = new InterProcessMutex(s1, '/mutex/pipelined');
+    const timeline = await requestTimeline(s1, async () => {
+      await (await m.acquire()).release(); // a first acquire: not known to be alone
+    });
+    // The watch on our own node goes out on the create's reply (before or after the listing's
+    // reply is read: both may come in one read).
+    expect(timeline.slice(0, 3)).toEqual(['send create', 'send getChildren', 'reply create']);
+    expect(timeline.filter((t) => t.startsWith('send')).slice(0, 4)).toEqual(['send create', 'send getChildren', 'send exists (watch)', 'send delete']);
+    expect(timeline.indexOf('send exists (watch)')).toBeLessThan(timeline.indexOf('reply getChildren') + 2);
+    await m.close();
+  });
+
+  it('a participant alone last time sends 3 requests per cycle: its listing carries a child watch in place of the own-node exists', async () => {
+    const m = new InterProcessMutex(s1, '/mutex/alone');
+    await (await m.acquire()).release(); // alone: the next cycles arm the own-node watch through the listing
+    const timeline = await requestTimeline(s1, async () => {
+      await (await m.acquire()).release();
+      await (await m.acquire()).release();
+    });
+    expect(timeline.filter((t) => t.startsWith('send'))).toEqual(['send create', 'send getChildren (watch)', 'send delete', 'send create', 'send getChildren (watch)', 'send delete']);
+    await m.close();
+  });
+
+  it('a holder alone at its grant still hears its node deleted from outside, and arms its own-node watch when a successor joins', async () => {
+    const raw = await rawClient(zk.connectionString);
+    try {
+      const a = new InterProcessMutex(s1, '/mutex/alone-lost');
+      await (await a.acquire()).release(); // alone: the next grant watches through its listing
+      // Deleted from outside while alone: heard through the listing's child watch.
+      const l1 = await a.acquire();
+      await new Promise<void>((resolve, reject) => raw.remove(a.ourPath!, -1, (e) => (e ? reject(e) : resolve())));
+      await eventually(() => l1.lost, T.wait, 'the holder heard its node deleted');
+      expect((l1.signal.reason as LeaseLostError).reason).toBe('expired');
+      // A successor joins: the holder's own node gets its exists watch, so a deletion from
+      // outside reaches holder and successor alike.
+      const l2 = await a.acquire();
+      const b = new InterProcessMutex(s2, '/mutex/alone-lost');
+      const pb = b.acquire();
+      const watchers = async (): Promise<number> => parseWchp(await zk.fourLetterWord('wchp')).get(a.ourPath!) ?? 0;
+      await eventually(async () => (await watchers()) === 2, T.wait, "holder's own-node watch and the successor's");
+      await new Promise<void>((resolve, reject) => raw.remove(a.ourPath!, -1, (e) => (e ? reject(e) : resolve())));
+      await eventually(() => l2.lost, T.wait, 'the holder heard its node deleted');
+      const lb = await pb;
+      expect(lb.fence > l2.fence).toBe(true);
+      await lb.release();
+      await Promise.all([a.close(), b.close()]);
+    } finally {
+      raw.close();
     }
   });
 

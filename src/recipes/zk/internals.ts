@@ -19,15 +19,27 @@ export interface HeldNode {
 }
 
 /**
- * A participant's watch on its own node, sent the moment its create answers — while the first
- * listing is still on its way back, so no grant waits on it: a holder hears its node deleted from
- * outside (a lease ended by an admin, a session expired elsewhere) as soon as its successor is
- * woken by the same deletion, and a grant costs no request of its own (it was an `exists` sent
- * after the listing said "holds", ahead of the holder's next request: 4 requests in 3 round trips
- * for an uncontended cycle, now 4 in 2, the exists off the path). The price: each waiter has two
- * server watches (its predecessor, its own node) where it had one, as on etcd.
+ * A participant's watch on its own node, so a holder hears its node deleted from outside (a lease
+ * ended by an admin, a session expired elsewhere) as soon as its successor is woken by the same
+ * deletion. Armed one of two ways, neither a request on the grant's path:
+ * - at once, the moment the create answers, while the first listing is still on its way back
+ *   (a waiter, and a participant not known to be alone): an `exists` watch;
+ * - through the first listing itself, for a participant expected to hold at once (its previous
+ *   first listing showed it alone): the listing carries a child watch on the queue's parent
+ *   (`listingWatcher`), and only when that fires — a successor joined, or a node left — is the
+ *   `exists` watch sent. Until a successor exists there is nobody to be as fast as; a join arms
+ *   the own-node watch one round trip after it, while the successor's own first listing and
+ *   predecessor watch are still on their way, and a deletion is heard on the child watch itself.
+ *   An uncontended cycle is then 3 requests in 2 round trips (create and listing in one write,
+ *   the delete), where it was 4: the floor's create and delete plus the listing.
+ * The price: a waiter has two server watches (its predecessor, its own node), as on etcd; a
+ * participant that expected to be alone and was not has a child watch on the parent until the
+ * next change there, heard once and ignored.
  */
 export class OwnNodeWatch {
+  #path: string | undefined;
+  #armed = false;
+  #listingChanged = false;
   #gone = false;
   #dropped = false;
   #onGone: (() => void) | undefined;
@@ -35,11 +47,31 @@ export class OwnNodeWatch {
     if ((event as { getType?: () => number }).getType?.() === zookeeper.Event.NODE_DELETED) this.#fire();
   };
 
+  /** The child watch for a first listing sent by a participant expected to be alone (see the class note). */
+  readonly listingWatcher = (): void => {
+    this.#listingChanged = true;
+    this.arm();
+  };
+
   constructor(
     readonly client: Client,
-    readonly path: string,
-  ) {
-    void zkExists(client, path, this.#watcher).then((stat) => stat === null && this.#fire(), () => undefined);
+    /** The queue's parent (where `listingWatcher` is set). */
+    readonly base: string,
+  ) {}
+
+  /** The node is created: arms the watch now (`armNow`), or when the listing's child watch fires. */
+  attach(path: string, armNow: boolean): this {
+    this.#path = path;
+    if (armNow || this.#listingChanged) this.arm();
+    return this;
+  }
+
+  /** Sends the `exists` watch on the node (once). */
+  arm(): void {
+    const path = this.#path;
+    if (this.#armed || this.#dropped || path === undefined) return;
+    this.#armed = true;
+    void zkExists(this.client, path, this.#watcher).then((stat) => stat === null && this.#fire(), () => undefined);
   }
 
   /** True once the node is known gone. */
@@ -53,12 +85,13 @@ export class OwnNodeWatch {
     if (this.#gone) fn();
   }
 
-  /** Stops listening (the server-side watch fires once more, when the node goes, and is ignored). */
+  /** Stops listening (a server-side watch fires once more, when its node changes, and is ignored). */
   drop(): void {
     if (this.#dropped) return;
     this.#dropped = true;
     this.#onGone = undefined;
-    dropWatcher(this.client, this.path, this.#watcher);
+    dropWatcher(this.client, this.base, this.listingWatcher);
+    if (this.#path !== undefined) dropWatcher(this.client, this.#path, this.#watcher);
   }
 
   #fire(): void {
@@ -83,6 +116,9 @@ export class OwnNodeWatch {
  * unanswered for the session's `callTimeoutMs` rejects with StoreUnavailableError.
  */
 export class LockInternals {
+  /** This participant's last first listing showed it alone: the next one arms its own-node watch through the listing (see OwnNodeWatch). */
+  #alone = false;
+
   constructor(
     readonly session: ZkSession,
     readonly base: string,
@@ -100,23 +136,26 @@ export class LockInternals {
       await reconnected(session, undefined, signal, tryOnly, 'a wait');
       const conn = session.conn();
       let path: string | undefined;
-      let own: OwnNodeWatch | undefined;
+      const alone = this.#alone;
+      const own = new OwnNodeWatch(conn.client, this.base);
       try {
         // The first listing rides right behind the create (one round trip to queue: see createProtected).
         // Only the create's path and zxid are kept: its listing (every child's name) is read once
         // and dropped, or each waiter held up to the whole queue for its whole wait (10,000
         // waiters in one process: ~420 KiB of names each).
-        const created = await createProtected(session, conn, this.base, driver.lockName, data, signal, this.acl, tryOnly, true);
+        const created = await createProtected(session, conn, this.base, driver.lockName, data, signal, this.acl, tryOnly, alone ? own.listingWatcher : true);
         let listing = created.children;
         created.children = undefined;
         path = created.path;
-        own = new OwnNodeWatch(conn.client, path);
+        // (a node found again after a connection loss has no listing of its own: watch it at once)
+        own.attach(path, !alone || listing === undefined);
         onQueued?.(path);
         // The fence is the create's own zxid (czxid). A node found again after a connection loss
         // has none: its Stat (czxid, ephemeralOwner) is read once, pipelined with the first
         // getChildren (ZooKeeper answers a session's requests in order: no extra round trip).
         const ownStat = created.czxid === undefined ? statOf(session, conn, path, signal, tryOnly) : undefined;
         ownStat?.catch(() => undefined);
+        let first = true;
         for (;;) {
           const ours = path;
           const verdict = await retrying(
@@ -126,10 +165,20 @@ export class LockInternals {
             () => {
               const sent = listing;
               listing = undefined;
+              if (!sent) own.arm(); // a listing of its own carries no child watch
               return sent ?? zkGetChildren(conn.client, this.base);
             },
             tryOnly,
-          ).then((children) => (driver.checkChildren ? driver.checkChildren(children, ours) : driver.check(sortBySequence(children, driver.queueNames), ours)));
+          ).then((children) => {
+            if (first) {
+              // Not alone (a node joined between our create and the listing, which that listing's
+              // child watch never hears of): watch our own node now.
+              this.#alone = children.length === 1;
+              if (!this.#alone) own.arm();
+              first = false;
+            }
+            return driver.checkChildren ? driver.checkChildren(children, ours) : driver.check(sortBySequence(children, driver.queueNames), ours);
+          });
           if (!verdict.holds && tryOnly) {
             own.drop();
             const removal = deleteEventually(session, conn, path);
@@ -138,6 +187,7 @@ export class LockInternals {
             return undefined;
           }
           if (!verdict.holds) {
+            own.arm(); // a waiter: its successor-to-be may come any moment
             session.logger.debug({ node: path, watch: verdict.watch }, 'waiting for predecessor');
             await waitForDeletion(session, conn, joinPath(this.base, verdict.watch), signal);
             continue;
@@ -160,7 +210,7 @@ export class LockInternals {
           return { path, fence: fence!, conn, epoch: session.signal, own };
         }
       } catch (e) {
-        own?.drop();
+        own.drop();
         if (path !== undefined) {
           // Cancellation cleans up: delete the queued node before rejecting when the server answers
           // at once; while disconnected or silent, the delete goes on in the background until done

@@ -3,7 +3,7 @@ import { onAbort } from '../../core/abort.js';
 import { inWindow } from '../../core/window.js';
 import { zookeeper } from './peer.js';
 import { AcquireTimeoutError, SessionExpiredError, StoreUnavailableError } from '../../core/errors.js';
-import { isConnectionLoss, isNoNode, dropWatcher, zkCreateEphemeralSequential, zkExists, zkGetChildren, zkMkdirp, zkRemove } from './ops.js';
+import { isConnectionLoss, isNoNode, dropWatcher, oneWrite, zkCreateEphemeralSequential, zkExists, zkGetChildren, zkMkdirp, zkRemove, type Watcher } from './ops.js';
 import { joinPath, protectedPrefix } from './paths.js';
 import { mapZkError, type ClientAcl } from './acl.js';
 import type { ZkConn, ZkSession } from './session.js';
@@ -121,7 +121,10 @@ export async function retrying<T>(session: ZkSession, conn: ZkConn, signal: Abor
  * found again after a connection loss has none: read its Stat). With `list`, `base`'s listing is
  * requested right behind the create, without waiting for its reply: ZooKeeper answers a session's
  * requests in order, so that listing already holds the new node and queueing is one round trip
- * (`children`, present when the create answered; it may still fail like any request).
+ * (`children`, present when the create answered; it may still fail like any request). `list` a
+ * watcher: that listing also sets it as a child watch on `base`. The two requests leave in one
+ * write (one system call, one segment: each write on loopback costs the client about as much as
+ * the rest of a request's work).
  *
  * Every phase races `signal` (the create in flight too). A create abandoned with its outcome
  * unknown — still in flight, or lost with the connection — may still land: a reply can come after
@@ -138,7 +141,7 @@ export function createProtected(
   signal: AbortSignal | undefined,
   acl: ClientAcl[] | undefined = session.acl,
   failFast = false,
-  list = false,
+  list: boolean | Watcher = false,
 ): Promise<Created> {
   // (within the session's window of joins in flight: see core/window.ts)
   return inWindow(session, signal, () => createProtectedNow(session, conn, base, lockName, data, signal, acl, failFast, list));
@@ -160,7 +163,7 @@ async function createProtectedNow(
   signal: AbortSignal | undefined,
   acl: ClientAcl[] | undefined,
   failFast: boolean,
-  list: boolean,
+  list: boolean | Watcher,
 ): Promise<Created> {
   const prefix = protectedPrefix();
   let maybeCreated = false;
@@ -181,8 +184,10 @@ async function createProtectedNow(
         // never will (the server closed the old connection when the session moved).
         maybeCreated = false;
       }
-      const create = zkCreateEphemeralSequential(conn.client, joinPath(base, prefix + lockName), data, acl);
-      const children = list ? zkGetChildren(conn.client, base) : undefined;
+      const [create, children] = oneWrite(conn.client, () => [
+        zkCreateEphemeralSequential(conn.client, joinPath(base, prefix + lockName), data, acl),
+        list ? zkGetChildren(conn.client, base, typeof list === 'function' ? list : undefined) : undefined,
+      ]);
       children?.catch(() => undefined); // (awaited by the caller, or dropped with a failed create)
       inFlight = create;
       try {

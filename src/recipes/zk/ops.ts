@@ -18,7 +18,7 @@ export const isNoNode = (e: unknown): boolean => isZkCode(e, zookeeper.Exception
 export const isNodeExists = (e: unknown): boolean => isZkCode(e, zookeeper.Exception.NODE_EXISTS);
 export const isSessionExpired = (e: unknown): boolean => isZkCode(e, zookeeper.Exception.SESSION_EXPIRED);
 
-type Watcher = (event: unknown) => void;
+export type Watcher = (event: unknown) => void;
 
 type Acls = InstanceType<typeof zookeeper.ACL>[];
 
@@ -108,6 +108,22 @@ export function dropWatcher(client: Client, path: string, watcher: Watcher): voi
     .connectionManager?.watcherManager;
   if (!wm) return;
   for (const kind of ['dataWatchers', 'existenceWatchers', 'childWatchers']) wm[kind]?.[path]?.removeListener?.('notification', watcher);
+}
+
+/**
+ * Runs `send` (requests issued back to back) with the client's socket corked, so they leave in one
+ * write: node-zookeeper-client writes each request the moment it is queued, and every write is a
+ * system call and a trip through the loopback stack that the server's reader is woken for.
+ */
+export function oneWrite<T>(client: Client, send: () => T): T {
+  const socket = (client as unknown as { connectionManager?: { socket?: { writable?: boolean; cork?: () => void; uncork?: () => void } } }).connectionManager?.socket;
+  if (!socket?.writable || !socket.cork) return send();
+  socket.cork();
+  try {
+    return send();
+  } finally {
+    socket.uncork!();
+  }
 }
 
 /**

@@ -108,7 +108,7 @@ export class InterProcessSemaphoreV2 extends LeaseEmitter implements AsyncDispos
             dropWatcher(conn.client, this.#leasesPath, watcher);
           }
         }
-        own = new OwnNodeWatch(conn.client, path); // (sent ahead of the stat read: the same round trip)
+        own = new OwnNodeWatch(conn.client, this.#leasesPath).attach(path, true); // (sent ahead of the stat read: the same round trip)
         const stat = await statOf(session, conn, path, signal);
         if (!stat || stat.ephemeralOwner.toString('hex') !== conn.sessionId) throw new NodeGoneError(path);
         // As the lock internals: a slot counted on a listing read past the local deadline (or
