@@ -7,6 +7,9 @@
  * Every case runs in a Node process of its own (this script again, with `--case file#index`):
  * a group that opens thousands of sessions leaves garbage, timers and a grown heap behind, and
  * the group after it in the same process measured up to 45 % slower than alone.
+ *
+ * tenure is measured from its build (`dist/`, as npm users run it): `npm run bench` builds first and
+ * loads bench/dist-hooks.mjs, which its case processes inherit.
  */
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -84,8 +87,12 @@ for (const f of files) {
     }
   }
 }
+/** Says where tenure's code came from: its build when bench/dist-hooks.mjs is loaded. */
+function distNote(): string {
+  return process.execArgv.some((a) => a.includes('dist-hooks')) ? "; tenure's code from its build (dist/)" : "; tenure's code from src/ through tsx (not its build)";
+}
 const minutes = ((performance.now() - started) / 60_000).toFixed(1);
-const out = `# tenure benchmarks\n\nMachine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, Node ${process.version}; ${durationMs} ms per round (after ${warmupMs(durationMs)} ms of untimed calls), every implementation interleaved over ${ROUNDS} rounds after ${WARMUP_ROUNDS} discarded warm-up round (median shown; every round and ± half the interquartile range in notes), loopback, real servers from tenure/testing. Load average (1/5/15 min) before: ${loadBefore}, after: ${load()}; ${minutes} min.${filters.length > 0 ? ` Groups: ${filters.join(', ')}.` : ''}\n\nRatios are tenure/peer: ops/s above 1× and p50/p99 below 1× favour tenure.\n\n${table(rows)}\n`;
+const out = `# tenure benchmarks\n\nMachine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, Node ${process.version}; ${durationMs} ms per round (after ${warmupMs(durationMs)} ms of untimed calls), every implementation interleaved over ${ROUNDS} rounds after ${WARMUP_ROUNDS} discarded warm-up round (median shown; every round and ± half the interquartile range in notes), loopback, real servers from tenure/testing${distNote()}. Load average (1/5/15 min) before: ${loadBefore}, after: ${load()}; ${minutes} min.${filters.length > 0 ? ` Groups: ${filters.join(', ')}.` : ''}\n\nRatios are tenure/peer: ops/s above 1× and p50/p99 below 1× favour tenure.\n\n${table(rows)}\n`;
 // Only a full run replaces bench/RESULTS.md; a filtered run goes to .bench-results/ (not committed).
 const target = filters.length > 0 ? join(here, '..', '.bench-results', `${filters.join('-').replace(/[^\w-]/g, '_')}.md`) : join(here, 'RESULTS.md');
 mkdirSync(dirname(target), { recursive: true });
