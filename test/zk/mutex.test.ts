@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ZooKeeperServer } from '../../src/testing/index.js';
 import { AcquireTimeoutError, BusyError, ClosedError, ConfigError, LeaseLostError } from '../../src/core/errors.js';
 import { InterProcessMutex, type ZkSession } from '../../src/recipes/zk/index.js';
+import type { Lease } from '../../src/core/lease.js';
 import { children, eventually, openSession, parseWchp, rawClient, T } from './helpers.js';
 
 let zk: ZooKeeperServer;
@@ -36,15 +37,16 @@ describe('InterProcessMutex', () => {
     }
   });
 
-  /** Records the requests `session`'s client sends and the replies it reads, while `fn` runs. */
-  async function requestTimeline(session: ZkSession, fn: () => Promise<void>): Promise<string[]> {
-    type Queue = (request: { header: { type: number }; payload?: { watch?: boolean } }, cb: (...a: unknown[]) => void) => void;
+  /** Records the requests `session`'s client sends and the replies it reads, while `fn` runs (but the session's liveness ping, an `exists` on `/`). */
+  async function requestTimeline(session: ZkSession, fn: (timeline: readonly string[]) => Promise<void>): Promise<string[]> {
+    type Queue = (request: { header: { type: number }; payload?: { watch?: boolean; path?: string } }, cb: (...a: unknown[]) => void) => void;
     const manager = (session.client as unknown as { connectionManager: { queue: Queue } }).connectionManager;
     const own = Object.getOwnPropertyDescriptor(manager, 'queue');
     const queue = manager.queue.bind(manager);
     const ops: Record<number, string> = { 1: 'create', 2: 'delete', 3: 'exists', 8: 'getChildren', 12: 'getChildren' };
     const timeline: string[] = [];
     manager.queue = (request, cb) => {
+      if (request.payload?.path === '/') return queue(request, cb);
       const op = ops[request.header.type] ?? String(request.header.type);
       timeline.push(`send ${op}${request.payload?.watch ? ' (watch)' : ''}`);
       queue(request, (...a) => {
@@ -53,7 +55,7 @@ describe('InterProcessMutex', () => {
       });
     };
     try {
-      await fn();
+      await fn(timeline);
       return timeline;
     } finally {
       if (own) Object.defineProperty(manager, 'queue', own);
@@ -113,6 +115,43 @@ describe('InterProcessMutex', () => {
       await Promise.all([a.close(), b.close()]);
     } finally {
       raw.close();
+    }
+  });
+
+  it("hand-off: the waiter right behind the holder is granted on the holder's deletion without listing again; one further back lists again", async () => {
+    const s3 = await openSession(zk.connectionString);
+    try {
+      const a = new InterProcessMutex(s1, '/mutex/handoff');
+      const b = new InterProcessMutex(s2, '/mutex/handoff');
+      const c = new InterProcessMutex(s3, '/mutex/handoff');
+      const la = await a.acquire();
+      const watchersOf = async (path: string): Promise<number> => parseWchp(await zk.fourLetterWord('wchp')).get(path) ?? 0;
+      // B queues behind A, C behind B; B gives up: C's predecessor is deleted while A still
+      // holds, so C must list again (it had two nodes ahead) and wait on A.
+      const pb = b.acquire({ timeoutMs: 1000 });
+      await eventually(async () => b.ourPath !== undefined && (await watchersOf(a.ourPath!)) === 2, T.wait, "B's watch on A's node");
+      let cGot = false;
+      let lc!: Lease;
+      const timeline = await requestTimeline(s3, async (sent) => {
+        const pc = c.acquire().then((l) => ((cGot = true), (lc = l)));
+        await eventually(async () => c.ourPath !== undefined && (await watchersOf(b.ourPath!)) === 2, T.wait, "C's watch on B's node");
+        await expect(pb).rejects.toBeInstanceOf(AcquireTimeoutError);
+        // (A's own-node watch, B's — dropped on B's client, on the server until it fires — and C's)
+        await eventually(async () => (await watchersOf(a.ourPath!)) === 3, T.wait, "C's watch moved to A's node");
+        expect(cGot).toBe(false);
+        const listings = sent.filter((t) => t.startsWith('send getChildren')).length;
+        // Now right behind A: A's release grants C on the deletion alone.
+        await la.release();
+        await pc;
+        expect(sent.filter((t) => t.startsWith('send getChildren')).length).toBe(listings);
+      });
+      // C: create + listing, its own node, B's node; B gone: a listing, A's node; A gone: granted.
+      expect(timeline.filter((t) => t.startsWith('send'))).toEqual(['send create', 'send getChildren', 'send exists (watch)', 'send exists (watch)', 'send getChildren', 'send exists (watch)']);
+      expect(lc.fence > la.fence).toBe(true);
+      await lc.release();
+      await Promise.all([a.close(), b.close(), c.close()]);
+    } finally {
+      await s3.close();
     }
   });
 

@@ -1,7 +1,12 @@
 import { nodeName, queuedSequence, stripProtected } from './paths.js';
 
-/** What a driver answers for one node of the queue. */
-export type DriverVerdict = { holds: true } | { holds: false; watch: string };
+/**
+ * What a driver answers for one node of the queue. `lastAhead`: the watched node is the only one
+ * standing between ours and the lock, so once it is deleted ours holds without a new listing (a
+ * node created later has a higher sequence and queues behind ours): the hand-off is the deletion's
+ * notification alone, not the notification and a listing's round trip.
+ */
+export type DriverVerdict = { holds: true } | { holds: false; watch: string; lastAhead?: boolean };
 
 /**
  * A lock driver answers one question: given every queued node (names sorted by sequence) and
@@ -47,7 +52,7 @@ export class StandardLockDriver implements LockDriver {
 
   check(sorted: readonly string[], ours: string): DriverVerdict {
     const i = indexOf(sorted, ours);
-    return i === 0 ? { holds: true } : { holds: false, watch: sorted[i - 1]! };
+    return i === 0 ? { holds: true } : { holds: false, watch: sorted[i - 1]!, lastAhead: i === 1 };
   }
 
   /**
@@ -61,19 +66,23 @@ export class StandardLockDriver implements LockDriver {
     let found = false;
     let pred: string | undefined;
     let predSeq = -1;
+    let ahead = 0;
     for (const c of children) {
       if (c === mine) {
         found = true;
         continue;
       }
       const seq = queuedSequence(c, this.queueNames);
-      if (seq >= 0 && seq < mySeq && seq > predSeq) {
-        pred = c;
-        predSeq = seq;
+      if (seq >= 0 && seq < mySeq) {
+        ahead++;
+        if (seq > predSeq) {
+          pred = c;
+          predSeq = seq;
+        }
       }
     }
     if (!found || mySeq < 0) throw new NodeGoneError(ours);
-    return pred === undefined ? { holds: true } : { holds: false, watch: pred };
+    return pred === undefined ? { holds: true } : { holds: false, watch: pred, lastAhead: ahead === 1 };
   }
 }
 

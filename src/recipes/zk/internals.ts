@@ -1,5 +1,5 @@
 import { LeaseController } from '../../core/lease.js';
-import { NodeGoneError, type LockDriver } from './drivers.js';
+import { NodeGoneError, type DriverVerdict, type LockDriver } from './drivers.js';
 import { awaitCleanup, CLEANUP_GRACE_MS, createProtected, deleteEventually, deleteOwnNode, reconnected, retrying, statOf, waitForDeletion } from './nodes.js';
 import type { Client } from 'node-zookeeper-client';
 import { dropWatcher, zkExists, zkGetChildren } from './ops.js';
@@ -156,9 +156,9 @@ export class LockInternals {
         const ownStat = created.czxid === undefined ? statOf(session, conn, path, signal, tryOnly) : undefined;
         ownStat?.catch(() => undefined);
         let first = true;
-        for (;;) {
-          const ours = path;
-          const verdict = await retrying(
+        /** The driver's verdict on a listing: the pipelined first one, then one of its own. */
+        const judge = (ours: string): Promise<DriverVerdict> =>
+          retrying(
             session,
             conn,
             signal,
@@ -179,6 +179,10 @@ export class LockInternals {
             }
             return driver.checkChildren ? driver.checkChildren(children, ours) : driver.check(sortBySequence(children, driver.queueNames), ours);
           });
+        // Known without a listing: the only node ahead of ours was deleted (see DriverVerdict).
+        let known: DriverVerdict | undefined;
+        for (;;) {
+          const verdict = known ?? (await judge(path));
           if (!verdict.holds && tryOnly) {
             own.drop();
             const removal = deleteEventually(session, conn, path);
@@ -190,6 +194,7 @@ export class LockInternals {
             own.arm(); // a waiter: its successor-to-be may come any moment
             session.logger.debug({ node: path, watch: verdict.watch }, 'waiting for predecessor');
             await waitForDeletion(session, conn, joinPath(this.base, verdict.watch), signal);
+            if (verdict.lastAhead) known = { holds: true };
             continue;
           }
           let fence = created.czxid;
