@@ -63,7 +63,7 @@ describe('InterProcessMutex', () => {
     }
   }
 
-  it('queues in one round trip: the listing is sent behind the create, before its reply; the own-node watch on the create\'s reply', async () => {
+  it('queues in one round trip: the listing is sent behind the create, before its reply; the own-node watch with the verdict', async () => {
     const parent = new InterProcessMutex(s1, '/mutex/pipelined');
     await (await parent.acquire()).release(); // (the parent node exists from here on)
     await parent.close();
@@ -71,8 +71,7 @@ describe('InterProcessMutex', () => {
     const timeline = await requestTimeline(s1, async () => {
       await (await m.acquire()).release(); // a first acquire: not known to be alone
     });
-    // The watch on our own node goes out on the create's reply (before or after the listing's
-    // reply is read: both may come in one read).
+    // The watch on our own node goes out as soon as the listing says we hold, ahead of the grant.
     expect(timeline.slice(0, 3)).toEqual(['send create', 'send getChildren', 'reply create']);
     expect(timeline.filter((t) => t.startsWith('send')).slice(0, 4)).toEqual(['send create', 'send getChildren', 'send exists (watch)', 'send delete']);
     expect(timeline.indexOf('send exists (watch)')).toBeLessThan(timeline.indexOf('reply getChildren') + 2);

@@ -2,7 +2,7 @@ import { LeaseController } from '../../core/lease.js';
 import { NodeGoneError, type DriverVerdict, type LockDriver } from './drivers.js';
 import { awaitCleanup, CLEANUP_GRACE_MS, createProtected, deleteEventually, deleteOwnNode, reconnected, retrying, statOf, waitForDeletion } from './nodes.js';
 import type { Client } from 'node-zookeeper-client';
-import { dropWatcher, zkExists, zkGetChildren } from './ops.js';
+import { dropWatcher, oneWrite, zkExists, zkGetChildren } from './ops.js';
 import { zookeeper } from './peer.js';
 import { joinPath, longToBigInt, sortBySequence } from './paths.js';
 import type { ZkConn, ZkSession } from './session.js';
@@ -148,7 +148,7 @@ export class LockInternals {
         created.children = undefined;
         path = created.path;
         // (a node found again after a connection loss has no listing of its own: watch it at once)
-        own.attach(path, !alone || listing === undefined);
+        own.attach(path, listing === undefined);
         onQueued?.(path);
         // The fence is the create's own zxid (czxid). A node found again after a connection loss
         // has none: its Stat (czxid, ephemeralOwner) is read once, pipelined with the first
@@ -156,6 +156,9 @@ export class LockInternals {
         const ownStat = created.czxid === undefined ? statOf(session, conn, path, signal, tryOnly) : undefined;
         ownStat?.catch(() => undefined);
         let first = true;
+        // The first listing carried the child watch and showed ours alone: that watch arms the
+        // own-node one (see OwnNodeWatch). Otherwise it is armed with the verdict.
+        let watchedByListing = false;
         /** The driver's verdict on a listing: the pipelined first one, then one of its own. */
         const judge = (ours: string): Promise<DriverVerdict> =>
           retrying(
@@ -165,18 +168,18 @@ export class LockInternals {
             () => {
               const sent = listing;
               listing = undefined;
-              if (!sent) own.arm(); // a listing of its own carries no child watch
+              first &&= sent !== undefined; // (a listing of its own carries no child watch)
               return sent ?? zkGetChildren(conn.client, this.base);
             },
             tryOnly,
           ).then((children) => {
             if (first) {
-              // Not alone (a node joined between our create and the listing, which that listing's
-              // child watch never hears of): watch our own node now.
+              // Not alone — a node joined between our create and the listing, which that
+              // listing's child watch never hears of — or no watch asked: armed with the verdict.
               this.#alone = children.length === 1;
-              if (!this.#alone) own.arm();
-              first = false;
+              watchedByListing = alone && this.#alone;
             }
+            first = false;
             return driver.checkChildren ? driver.checkChildren(children, ours) : driver.check(sortBySequence(children, driver.queueNames), ours);
           });
         // Known without a listing: the only node ahead of ours was deleted (see DriverVerdict).
@@ -191,9 +194,13 @@ export class LockInternals {
             return undefined;
           }
           if (!verdict.holds) {
-            own.arm(); // a waiter: its successor-to-be may come any moment
             session.logger.debug({ node: path, watch: verdict.watch }, 'waiting for predecessor');
-            await waitForDeletion(session, conn, joinPath(this.base, verdict.watch), signal);
+            const predecessor = joinPath(this.base, verdict.watch);
+            // A waiter's own-node watch and its predecessor watch leave in one write.
+            await oneWrite(conn.client, () => {
+              own.arm();
+              return waitForDeletion(session, conn, predecessor, signal);
+            });
             if (verdict.lastAhead) known = { holds: true };
             continue;
           }
@@ -204,6 +211,7 @@ export class LockInternals {
             if (!stat || stat.ephemeralOwner.toString('hex') !== conn.sessionId) throw new NodeGoneError(path);
             fence = longToBigInt(stat.czxid);
           }
+          if (!watchedByListing) own.arm();
           if (session.conn() !== conn || own.gone) throw new NodeGoneError(path);
           // The verdict holds only while our session is surely alive at the server: `connected`
           // checks the local deadline now (a listing read past it, after a pause, may be stale).
