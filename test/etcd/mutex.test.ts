@@ -238,7 +238,9 @@ describe('EtcdMutex', () => {
     expect((err as ConfigError).field).toBe('name');
     expect((err as ConfigError).message).toContain(`${outer}/inner`);
     expect(await m.tryAcquire().catch((e: unknown) => e)).toBeInstanceOf(ConfigError);
-    expect(await keysUnder(outer)).toEqual(await keysUnder(`${outer}/inner`)); // nothing of ours left behind
+    // Only the nested holder's key and its tail hint: nothing of ours left behind, tail hint included.
+    expect(await keysUnder(outer)).toEqual([`${outer}/inner#tail`, ...(await keysUnder(`${outer}/inner`))]);
+    expect(await pool.shared().get(`${outer}#tail`).string()).toBeNull();
     await held.release();
     const lease = await m.acquire({ timeoutMs: 5000 }); // with the nested holder gone, it works
     await lease.release();
