@@ -40,6 +40,56 @@ describe('EtcdMutex', () => {
     expect((await serverCalls(server().endpoints[0]!, 'Txn')) - before).toBe(20);
   });
 
+  it('a waiter queues behind the newest participant by the tail hint, which goes with that participant\'s key', async () => {
+    const name = uniqueName('m');
+    const tail = async (): Promise<string | null> => pool.shared().get(`${name}#tail`).string();
+    const [a, b, c] = await Promise.all([0, 1, 2].map(async () => new EtcdMutex(await pool.session(), name)));
+    const held = await a!.acquire();
+    expect(await tail()).toBe(a!.key);
+    const bLease = b!.acquire();
+    await until(() => b!.stats.predecessorWatches === 1);
+    expect(await tail()).toBe(b!.key);
+    const abort = new AbortController();
+    const cLease = c!.acquire({ signal: abort.signal });
+    await until(() => c!.stats.predecessorWatches === 1);
+    expect(await tail()).toBe(c!.key);
+    abort.abort(new Error('gave up'));
+    await expect(cLease).rejects.toThrow('gave up');
+    expect(await tail()).toBeNull(); // the cancelled newest waiter took its hint with its key
+    await held.release();
+    const next = await bLease;
+    expect(next.fence).toBeGreaterThan(held.fence);
+    expect(b!.stats.predecessorWakeups).toBe(1); // woken once, by its predecessor a
+    await next.release();
+    expect(await keysUnder(name)).toEqual([]);
+    expect(await tail()).toBeNull();
+  });
+
+  it('a tail hint naming a key that is gone, or skipping a participant that writes none (a Go peer), costs a look, never the queue order', async () => {
+    const name = uniqueName('m');
+    const a = new EtcdMutex(await pool.session(), name);
+    const held = await a.acquire();
+    // A Go participant queues after a (its key, no hint), then a hint names a key long gone.
+    const go = pool.shared().lease(30, { autoKeepAlive: false });
+    const goKey = `${name}/${BigInt(await go.grant()).toString(16)}`;
+    await go.put(goKey).value('go');
+    await pool.shared().put(`${name}#tail`).value(`${name}/bad`);
+    const b = new EtcdMutex(await pool.session(), name);
+    let granted = false;
+    const bLease = b.acquire().then((l) => ((granted = true), l));
+    // It watched the hint (gone at once), looked, and now watches the Go participant, not a.
+    await until(() => b.stats.predecessorWatches === 2);
+    expect(b.stats.predecessorWakeups).toBe(1);
+    await held.release();
+    await until(async () => (await keysUnder(name)).length === 2 && !(await keysUnder(name)).includes(a.key));
+    expect(granted).toBe(false);
+    await go.revoke();
+    const next = await bLease;
+    expect(next.fence).toBeGreaterThan(held.fence);
+    await next.release();
+    expect(await keysUnder(name)).toEqual([]);
+  });
+
   it('tryAcquire takes a free lock and returns undefined when another holds it, leaving no key behind', async () => {
     const name = uniqueName('m');
     const a = new EtcdMutex(await pool.session(), name);
