@@ -90,6 +90,21 @@ describe('EtcdMutex', () => {
     expect(await keysUnder(name)).toEqual([]);
   });
 
+  it('a tail hint naming a key outside the queue is ignored: neither waited on nor taken for a nested name', async () => {
+    const name = uniqueName('m');
+    const a = new EtcdMutex(await pool.session(), name);
+    const held = await a.acquire();
+    await pool.shared().put(`${name}.other/x`).value('not a participant');
+    await pool.shared().put(`${name}#tail`).value(`${name}.other/x`);
+    const b = new EtcdMutex(await pool.session(), name);
+    const bLease = b.acquire({ timeoutMs: 10_000 });
+    await until(() => b.stats.predecessorWatches > 0);
+    await held.release();
+    await (await bLease).release();
+    expect(b.stats.predecessorWatches).toBe(1); // a, found by a look; never the foreign key
+    await pool.shared().delete().key(`${name}.other/x`);
+  });
+
   it('tryAcquire takes a free lock and returns undefined when another holds it, leaving no key behind', async () => {
     const name = uniqueName('m');
     const a = new EtcdMutex(await pool.session(), name);

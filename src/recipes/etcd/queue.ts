@@ -157,9 +157,10 @@ export class RevisionQueue {
           if (kv) refuseNested(this.prefix, kv.key);
           return { rev, first: { pred: kv } };
         }
-        // The hint names its key and, by its mod_revision, that key's create_revision; a hint
-        // naming this very key is an earlier incarnation's, left by a delete that failed.
-        if (!kv || kv.value.equals(keyBuf)) return { rev };
+        // The hint names its key and, by its mod_revision, that key's create_revision. One naming
+        // this very key is an earlier incarnation's, left by a delete that failed; one naming a
+        // key outside the queue was not written by a participant, and waiting on it could be for ever.
+        if (!kv || kv.value.equals(keyBuf) || !kv.value.subarray(0, this.prefix.length).equals(this.prefix)) return { rev };
         refuseNested(this.prefix, kv.value);
         return { rev, hint: { ...kv, key: kv.value, create_revision: kv.mod_revision } };
       }
