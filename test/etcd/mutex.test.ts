@@ -40,6 +40,71 @@ describe('EtcdMutex', () => {
     expect((await serverCalls(server().endpoints[0]!, 'Txn')) - before).toBe(20);
   });
 
+  it('a waiter queues behind the newest participant by the tail hint, which goes with that participant\'s key', async () => {
+    const name = uniqueName('m');
+    const tail = async (): Promise<string | null> => pool.shared().get(`${name}#tail`).string();
+    const [a, b, c] = await Promise.all([0, 1, 2].map(async () => new EtcdMutex(await pool.session(), name)));
+    const held = await a!.acquire();
+    expect(await tail()).toBe(a!.key);
+    const bLease = b!.acquire();
+    await until(() => b!.stats.predecessorWatches === 1);
+    expect(await tail()).toBe(b!.key);
+    const abort = new AbortController();
+    const cLease = c!.acquire({ signal: abort.signal });
+    await until(() => c!.stats.predecessorWatches === 1);
+    expect(await tail()).toBe(c!.key);
+    abort.abort(new Error('gave up'));
+    await expect(cLease).rejects.toThrow('gave up');
+    expect(await tail()).toBeNull(); // the cancelled newest waiter took its hint with its key
+    await held.release();
+    const next = await bLease;
+    expect(next.fence).toBeGreaterThan(held.fence);
+    expect(b!.stats.predecessorWakeups).toBe(1); // woken once, by its predecessor a
+    await next.release();
+    expect(await keysUnder(name)).toEqual([]);
+    expect(await tail()).toBeNull();
+  });
+
+  it('a tail hint naming a key that is gone, or skipping a participant that writes none (a Go peer), costs a look, never the queue order', async () => {
+    const name = uniqueName('m');
+    const a = new EtcdMutex(await pool.session(), name);
+    const held = await a.acquire();
+    // A Go participant queues after a (its key, no hint), then a hint names a key long gone.
+    const go = pool.shared().lease(30, { autoKeepAlive: false });
+    const goKey = `${name}/${BigInt(await go.grant()).toString(16)}`;
+    await go.put(goKey).value('go');
+    await pool.shared().put(`${name}#tail`).value(`${name}/bad`);
+    const b = new EtcdMutex(await pool.session(), name);
+    let granted = false;
+    const bLease = b.acquire().then((l) => ((granted = true), l));
+    // It watched the hint (gone at once), looked, and now watches the Go participant, not a.
+    await until(() => b.stats.predecessorWatches === 2);
+    expect(b.stats.predecessorWakeups).toBe(1);
+    await held.release();
+    await until(async () => (await keysUnder(name)).length === 2 && !(await keysUnder(name)).includes(a.key));
+    expect(granted).toBe(false);
+    await go.revoke();
+    const next = await bLease;
+    expect(next.fence).toBeGreaterThan(held.fence);
+    await next.release();
+    expect(await keysUnder(name)).toEqual([]);
+  });
+
+  it('a tail hint naming a key outside the queue is ignored: neither waited on nor taken for a nested name', async () => {
+    const name = uniqueName('m');
+    const a = new EtcdMutex(await pool.session(), name);
+    const held = await a.acquire();
+    await pool.shared().put(`${name}.other/x`).value('not a participant');
+    await pool.shared().put(`${name}#tail`).value(`${name}.other/x`);
+    const b = new EtcdMutex(await pool.session(), name);
+    const bLease = b.acquire({ timeoutMs: 10_000 });
+    await until(() => b.stats.predecessorWatches > 0);
+    await held.release();
+    await (await bLease).release();
+    expect(b.stats.predecessorWatches).toBe(1); // a, found by a look; never the foreign key
+    await pool.shared().delete().key(`${name}.other/x`);
+  });
+
   it('tryAcquire takes a free lock and returns undefined when another holds it, leaving no key behind', async () => {
     const name = uniqueName('m');
     const a = new EtcdMutex(await pool.session(), name);
@@ -238,7 +303,9 @@ describe('EtcdMutex', () => {
     expect((err as ConfigError).field).toBe('name');
     expect((err as ConfigError).message).toContain(`${outer}/inner`);
     expect(await m.tryAcquire().catch((e: unknown) => e)).toBeInstanceOf(ConfigError);
-    expect(await keysUnder(outer)).toEqual(await keysUnder(`${outer}/inner`)); // nothing of ours left behind
+    // Only the nested holder's key and its tail hint: nothing of ours left behind, tail hint included.
+    expect(await keysUnder(outer)).toEqual([`${outer}/inner#tail`, ...(await keysUnder(`${outer}/inner`))]);
+    expect(await pool.shared().get(`${outer}#tail`).string()).toBeNull();
     await held.release();
     const lease = await m.acquire({ timeoutMs: 5000 }); // with the nested holder gone, it works
     await lease.release();

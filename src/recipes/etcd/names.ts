@@ -42,13 +42,26 @@ export function toValue(field: string, value: unknown): Buffer {
   return b;
 }
 
+/** Ends the tail hint's key; `#` is not allowed in names, so no participant key ends so. */
+const TAIL = '#tail';
+
+/**
+ * The queue's tail hint, `<name>#tail`: the newest tenure participant's key name, put in the same
+ * txn as that key and on the same lease (see queue.ts). Outside `<name>/`, so Go peers,
+ * `etcdctl elect` and observers never take it for a participant.
+ */
+export function tailKey(name: string): Buffer {
+  return Buffer.from(`${name}${TAIL}`);
+}
+
 /**
  * Throws a ConfigError when `key`, found under `prefix` (`<name>/`), belongs to a nested name
- * (`<name>/<more>/<lease hex>`) rather than to a participant of `<name>` itself.
+ * (`<name>/<more>/<lease hex>`, or that name's tail hint `<name>/<more>#tail`) rather than to a
+ * participant of `<name>` itself.
  */
 export function refuseNested(prefix: Buffer, key: Buffer | string): void {
   const rest = key.toString().slice(prefix.length);
-  const cut = rest.lastIndexOf('/');
+  const cut = rest.endsWith(TAIL) ? rest.length - TAIL.length : rest.lastIndexOf('/');
   if (cut < 0) return;
   const name = prefix.toString().slice(0, -1);
   throw new ConfigError(

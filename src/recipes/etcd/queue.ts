@@ -3,7 +3,7 @@ import { etcd3 } from './peer.js';
 import { LeaseController } from '../../core/lease.js';
 import { SessionExpiredError, TenureError } from '../../core/errors.js';
 import { prefixEnd, retryingTxn } from './kv.js';
-import { refuseNested } from './names.js';
+import { refuseNested, tailKey } from './names.js';
 import type { LeaseEpoch } from './epoch.js';
 import type { EtcdSession } from './session.js';
 import { OwnKeyWatch, waitDeleted, type Txn } from './watch.js';
@@ -25,6 +25,19 @@ import { inWindow } from '../../core/window.js';
  * the put is the newest write under the prefix, so its revision already exceeds every revision
  * of every earlier holder. Elections keep the claim: observers tell a leader from a head about to
  * claim by the claim's version (see observe.ts), and a version-1 head is "nobody leads yet".
+ *
+ * Finding the predecessor must not read the whole prefix: etcd 3.4 answers a range with a sort or
+ * a create/mod-revision filter by reading every key in it and truncating afterwards (its `limit`
+ * is ignored), ~1.2 ms per 1,000 keys inside the apply loop, which also holds back every
+ * keepalive (LeaseRenew waits for the applied index): at 10,000 participants the joins took 78 s
+ * and a third of the leases were lost (issue 22). So the enqueueing txn also reads and moves a
+ * **tail hint**, `<name>#tail` (names.ts): the newest tenure participant's key name, put with its
+ * key (so the hint's mod_revision is that key's create_revision) on its lease (so it goes with
+ * it), and deleted by that participant's owner-checked delete while it still names it. A join
+ * then reads one key. The hint only says whom to watch; the claim's prefix-wide compare still
+ * decides who heads the queue, so a stale hint or a Go participant the hint skipped costs a
+ * look, never exclusion. With no hint (the first join, or the newest participant left) the txn
+ * reads the newest key by create_revision, as before.
  */
 
 /** A claim whose reply was read past its lease's local deadline (see `acquire`). */
@@ -49,9 +62,17 @@ export interface Slot {
   readonly token: object;
 }
 
-/** What the enqueueing txn saw: the predecessor, if any. */
+/** What the enqueueing txn saw, with no tail hint to read: the newest other key, if any. */
 interface FirstLook {
   pred: IKeyValue | undefined;
+}
+
+/** What the enqueueing txn found out: `first` when it read the prefix, `hint` when it read the tail. */
+interface Enqueued {
+  rev: bigint;
+  first?: FirstLook;
+  /** The tail hint's key and create_revision: an earlier key to watch, maybe gone since. */
+  hint?: IKeyValue;
 }
 
 /** Counters for tests and diagnostics. */
@@ -70,6 +91,8 @@ export class RevisionQueue {
   readonly name: string;
   /** `<name>/` */
   readonly prefix: Buffer;
+  /** `<name>#tail` */
+  readonly #tail: Buffer;
   readonly what: string;
   readonly stats: QueueStats = { predecessorWakeups: 0, predecessorWatches: 0 };
   readonly #txn: Txn;
@@ -81,6 +104,7 @@ export class RevisionQueue {
     this.#fenceAtEnqueue = opts.fenceAtEnqueue ?? false;
     this.name = name;
     this.prefix = Buffer.from(`${name}/`);
+    this.#tail = tailKey(name);
     this.what = what;
     this.#txn = (req, signal) => retryingTxn(this.session, req, signal, this.what);
     this.#ownWatch = new OwnKeyWatch(session.client, this.#txn, session.logger);
@@ -102,26 +126,43 @@ export class RevisionQueue {
   }
 
   /**
-   * Puts the key if absent (keeping an existing one: a resumed lease keeps its place). A fresh
-   * key is the newest, so the same txn reads its predecessor: the newest other key.
+   * Puts the key if absent (keeping an existing one: a resumed lease keeps its place) and makes
+   * it the tail hint. A fresh key is the newest, so the same txn reads, before the puts, the key
+   * to queue behind: the one the tail hint names, or with no hint the newest key under the prefix.
    */
-  async #enqueue(keyBuf: Buffer, leaseId: string, value: Buffer, signal: AbortSignal): Promise<{ rev: bigint; first?: FirstLook }> {
-    const newest = { key: this.prefix, range_end: prefixEnd(this.prefix), sort_order: etcd3.SortOrder.Descend, sort_target: etcd3.SortTarget.Create, limit: 2, keys_only: true };
+  async #enqueue(keyBuf: Buffer, leaseId: string, value: Buffer, signal: AbortSignal): Promise<Enqueued> {
+    const newest = { key: this.prefix, range_end: prefixEnd(this.prefix), sort_order: etcd3.SortOrder.Descend, sort_target: etcd3.SortTarget.Create, limit: 1, keys_only: true };
+    const look: IRequestOp = {
+      request_txn: {
+        compare: [{ key: this.#tail, target: etcd3.CompareTarget.Version, result: etcd3.CompareResult.Greater, version: '0' }],
+        success: [{ request_range: { key: this.#tail } }],
+        failure: [{ request_range: newest }],
+      },
+    };
     for (;;) {
       // (within the client's window of joins in flight: see core/window.ts)
       const res = await inWindow(this.session.client, signal, () =>
         this.txn(
           [{ key: keyBuf, target: etcd3.CompareTarget.Create, result: etcd3.CompareResult.Equal, create_revision: '0' }],
-          [{ request_put: { key: keyBuf, value, lease: leaseId } }, { request_range: newest }],
+          [look, { request_put: { key: keyBuf, value, lease: leaseId } }, { request_put: { key: this.#tail, value: keyBuf, lease: leaseId } }],
           [{ request_range: { key: keyBuf } }],
           signal,
         ),
       );
       if (res.succeeded) {
         const rev = BigInt(res.header.revision);
-        const pred = res.responses[1]?.response_range.kvs.find((kv) => BigInt(kv.create_revision) < rev);
-        if (pred) refuseNested(this.prefix, pred.key);
-        return { rev, first: { pred } };
+        const seen = res.responses[0]?.response_txn;
+        const kv = seen?.responses[0]?.response_range.kvs[0];
+        if (!seen?.succeeded) {
+          if (kv) refuseNested(this.prefix, kv.key);
+          return { rev, first: { pred: kv } };
+        }
+        // The hint names its key and, by its mod_revision, that key's create_revision. One naming
+        // this very key is an earlier incarnation's, left by a delete that failed; one naming a
+        // key outside the queue was not written by a participant, and waiting on it could be for ever.
+        if (!kv || kv.value.equals(keyBuf) || !kv.value.subarray(0, this.prefix.length).equals(this.prefix)) return { rev };
+        refuseNested(this.prefix, kv.value);
+        return { rev, hint: { ...kv, key: kv.value, create_revision: kv.mod_revision } };
       }
       const kv = res.responses[0]?.response_range.kvs[0];
       if (kv) return { rev: BigInt(kv.create_revision) };
@@ -133,11 +174,11 @@ export class RevisionQueue {
    * mine and every key under the prefix was created at or after mine, put my key (the fence);
    * else tell me my key and my predecessor". Resolves with the fence. Rejects with
    * SessionExpiredError at once when the key disappears, and with `signal.reason` when `signal`
-   * aborts.
+   * aborts. `pred`, when known, is waited for before the first look.
    */
-  async #waitAndClaim(slot: Slot, value: Buffer, signal: AbortSignal, first?: FirstLook): Promise<bigint> {
+  async #waitAndClaim(slot: Slot, value: Buffer, signal: AbortSignal, pred?: IKeyValue): Promise<bigint> {
     const { keyBuf, rev } = slot;
-    if (first?.pred) await this.#waitFor(first.pred, signal);
+    if (pred) await this.#waitFor(pred, signal);
     for (;;) {
       const res = await this.txn(
         [
@@ -187,12 +228,23 @@ export class RevisionQueue {
     return BigInt(res.header.revision);
   }
 
-  /** Deletes the slot's key if it is still the one created at its revision. Resolves with whether it did. */
+  /**
+   * Deletes the slot's key if it is still the one created at its revision, and the tail hint if it
+   * still names that key (put in the same txn: mod_revision == the key's create_revision), so the
+   * next join does not queue behind a key that is gone. Resolves with whether it did.
+   */
   async remove(slot: Slot, timeoutMs = REMOVE_MS): Promise<boolean> {
     const ctl = new AbortController();
     const timer = setTimeout(() => ctl.abort(new TenureError(`${this.what}: delete of ${slot.key} timed out`)), timeoutMs);
+    const tail: IRequestOp = {
+      request_txn: {
+        compare: [{ key: this.#tail, target: etcd3.CompareTarget.Mod, result: etcd3.CompareResult.Equal, mod_revision: String(slot.rev) }],
+        success: [{ request_delete_range: { key: this.#tail } }],
+        failure: [],
+      },
+    };
     try {
-      const res = await this.txn([this.ownerCompare(slot.keyBuf, slot.rev)], [{ request_delete_range: { key: slot.keyBuf } }], [], ctl.signal).catch((e: unknown) => {
+      const res = await this.txn([this.ownerCompare(slot.keyBuf, slot.rev)], [{ request_delete_range: { key: slot.keyBuf } }, tail], [], ctl.signal).catch((e: unknown) => {
         throw ctl.signal.aborted ? ctl.signal.reason : e;
       });
       return res.succeeded;
@@ -255,7 +307,7 @@ export class RevisionQueue {
         const lost = (gone = new AbortController());
         const detach = this.#ownWatch.attach(epoch, keyBuf, slot.rev, slot.rev, () => lost.abort(new SessionExpiredError(`${this.what}: own key ${key} was deleted (lease expired or revoked)`)));
         try {
-          fence = await this.#waitAndClaim(slot, value, AbortSignal.any([scope, lost.signal]), queued.first);
+          fence = await this.#waitAndClaim(slot, value, AbortSignal.any([scope, lost.signal]), queued.first?.pred ?? queued.hint);
         } finally {
           detach();
         }
