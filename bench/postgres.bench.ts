@@ -1,6 +1,7 @@
 /**
  * Postgres advisory locks: tenure's withXactLock vs the raw `pg_advisory_xact_lock` baseline
- * (the same two round trips: `BEGIN; SELECT pg_advisory_xact_lock(…)`, then `COMMIT`), for one
+ * (the same two round trips: `BEGIN; SELECT pg_advisory_xact_lock(…)`, then `COMMIT`) and vs the
+ * same with the fence's `nextval` (withXactLock's exact SQL: the floor of a fenced lock), for one
  * client and 10 contenders; and PgSessionLock vs a raw pinned `pg_advisory_lock`/`unlock`.
  * Implementations are interleaved over three rounds; each row is the median round, with the spread.
  */
@@ -39,13 +40,16 @@ const xactImpls: Impl[] = [
   },
   {
     // The same statements as tenure's withXactLock, fence included, with no client work around
-    // them: what is left between this row and tenure's is tenure's JavaScript per cycle.
+    // them: what is left between this row and tenure's is tenure's JavaScript per cycle. It is also
+    // the floor of any fenced xact lock: the row above has no fence, and no value cheaper than
+    // this nextval is strictly increasing across holders, names and a server restart (the
+    // candidates and why each fails: bench/RESULTS.md, "the fence's floor").
     impl: 'raw pg_advisory_xact_lock + nextval (the fence)',
     acquire: xactHolder(async (pool, name, body) => {
       const k = advisoryKey(name);
       const c = await pool.connect();
       try {
-        await c.query(`BEGIN;  SELECT pg_advisory_xact_lock(${k.namespace}, ${k.key}), ${tenureTables(undefined).nextval}::text AS fence`);
+        await c.query(`BEGIN; SELECT pg_advisory_xact_lock(${k.namespace}, ${k.key}), ${tenureTables(undefined).nextval}::text AS fence`);
         await body();
         await c.query('COMMIT');
       } finally {
