@@ -61,7 +61,8 @@ export function isAbortReason(e: unknown, signal: AbortSignal | undefined): bool
 /**
  * Settles like `promise` within `ms`; after that rejects with `timeoutError()` (built only then),
  * or first with `signal.reason` if `signal` aborts. The one "race a call against a timer" of the
- * code base: the timer is always cleared.
+ * code base: the timer is always cleared. A rejection of `promise` after the race is lost is handled
+ * (never an unhandled rejection).
  */
 export function raceTimeout<T>(promise: Promise<T>, ms: number, timeoutError: () => unknown, signal?: AbortSignal): Promise<T> {
   if (signal?.aborted) {

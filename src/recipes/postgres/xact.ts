@@ -148,14 +148,16 @@ async function run<T>(pool: Pool, p: Prepared, mode: 'wait' | 'try', fn: (ctx: X
   const onEnd = (): void => controller?.lose('connection-lost');
   let abandoned: Promise<void> | undefined;
   let waiting: Promise<unknown> | undefined;
-  const onAbort = (): void => {
-    if (controller) return; // holding: the caller's signal does not end a transaction
-    destroy = new TenureError('postgres xact lock: acquire aborted');
-    abandoned = abandonWait(client, giveBack, callTimeoutMs, waiting);
-  };
+  const onAbort = signal
+    ? (): void => {
+        if (controller) return; // holding: the caller's signal does not end a transaction
+        destroy = new TenureError('postgres xact lock: acquire aborted');
+        abandoned = abandonWait(client, giveBack, callTimeoutMs, waiting);
+      }
+    : undefined;
   client.on('error', onError);
   client.on('end', onEnd);
-  signal?.addEventListener('abort', onAbort, { once: true });
+  if (onAbort) signal?.addEventListener('abort', onAbort, { once: true });
   let open = false;
   try {
     open = true;
@@ -196,7 +198,7 @@ async function run<T>(pool: Pool, p: Prepared, mode: 'wait' | 'try', fn: (ctx: X
       open = false;
       return { acquired: false };
     }
-    signal?.removeEventListener('abort', onAbort);
+    if (onAbort) signal?.removeEventListener('abort', onAbort);
     scope?.dispose();
     controller = new LeaseController({ name: p.name, fence: BigInt(fence), release: nothingToRelease });
     const value = await fn(new Context(client, controller.lease));
@@ -208,7 +210,7 @@ async function run<T>(pool: Pool, p: Prepared, mode: 'wait' | 'try', fn: (ctx: X
     if (open && !destroy) await queryWithin(client.query('ROLLBACK'), callTimeoutMs, `${what}: rollback`, endpoint).catch((err: Error) => (destroy = err));
     throw e instanceof LeaseLostError || !controller?.ended ? e : controller.endError;
   } finally {
-    signal?.removeEventListener('abort', onAbort);
+    if (onAbort) signal?.removeEventListener('abort', onAbort);
     scope?.dispose();
     controller?.lose('released', undefined, `${p.name}: transaction ended`);
     client.off('end', onEnd);
