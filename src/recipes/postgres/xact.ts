@@ -98,12 +98,12 @@ function prepare(pool: unknown, name: unknown, fn: unknown, options: unknown, mo
 
 /** What `fn` gets: a class, not an object literal with a getter (that costs ~1 µs a cycle to make). */
 class Context implements XactLockContext {
+  readonly fence: bigint;
   constructor(
     readonly client: PoolClient,
     readonly lease: Lease,
-  ) {}
-  get fence(): bigint {
-    return this.lease.fence;
+  ) {
+    this.fence = lease.fence;
   }
   /** (made on first read: see LeaseController) */
   get signal(): AbortSignal {
