@@ -99,6 +99,12 @@ const electionImpls: Impl[] = [
   { impl: 'tenure PgElection (waitInQueue: false, polls)', acquire: election(false) },
 ];
 
+const groups = [
+  ['postgres xact lock', xactImpls],
+  ['postgres session lock', sessionImpls],
+  ['postgres election', electionImpls],
+] as const;
+
 async function run({ durationMs }: { durationMs: number }): Promise<BenchRow[]> {
   const server = await new PostgresServer().start();
   const pool = new pg.Pool({ ...server.connectionConfig, max: 12 });
@@ -106,7 +112,7 @@ async function run({ durationMs }: { durationMs: number }): Promise<BenchRow[]> 
   const rows: BenchRow[] = [];
   try {
     await withXactLock(pool, 'warm-up', () => undefined); // creates the schema
-    for (const [group, impls] of [['postgres xact lock', xactImpls], ['postgres session lock', sessionImpls], ['postgres election', electionImpls]] as const) {
+    for (const [group, impls] of groups) {
       const names = impls.map((i) => i.impl);
       const byName = new Map(impls.map((i) => [i.impl, i.acquire]));
       const solo = await interleaved(names, async (impl) => {
@@ -126,4 +132,4 @@ async function run({ durationMs }: { durationMs: number }): Promise<BenchRow[]> 
   return rows;
 }
 
-export const cases: BenchCase[] = [{ group: 'postgres lock', run }];
+export const cases: BenchCase[] = [{ group: 'postgres lock', rowGroups: groups.map(([g]) => g), run }];
