@@ -21,6 +21,8 @@ export interface BenchRow {
 
 export interface BenchCase {
   group: string;
+  /** The groups of its rows, when they are not `group` (a filter word may name one of them). */
+  rowGroups?: readonly string[];
   /** Runs the case and returns its rows. Must start and stop its own servers. */
   run(opts: { durationMs: number }): Promise<BenchRow[]>;
 }

@@ -1,6 +1,7 @@
 /**
  * Postgres advisory locks: tenure's withXactLock vs the raw `pg_advisory_xact_lock` baseline
- * (the same two round trips: `BEGIN; SELECT pg_advisory_xact_lock(…)`, then `COMMIT`), for one
+ * (the same two round trips: `BEGIN; SELECT pg_advisory_xact_lock(…)`, then `COMMIT`) and vs the
+ * same with the fence's `nextval` (withXactLock's exact SQL: the floor of a fenced lock), for one
  * client and 10 contenders; and PgSessionLock vs a raw pinned `pg_advisory_lock`/`unlock`.
  * Implementations are interleaved over three rounds; each row is the median round, with the spread.
  */
@@ -39,13 +40,16 @@ const xactImpls: Impl[] = [
   },
   {
     // The same statements as tenure's withXactLock, fence included, with no client work around
-    // them: what is left between this row and tenure's is tenure's JavaScript per cycle.
+    // them: what is left between this row and tenure's is tenure's JavaScript per cycle. It is also
+    // the floor of any fenced xact lock: the row above has no fence, and no value cheaper than
+    // this nextval is strictly increasing across holders, names and a server restart (the
+    // candidates and why each fails: bench/RESULTS.md, "the fence's floor").
     impl: 'raw pg_advisory_xact_lock + nextval (the fence)',
     acquire: xactHolder(async (pool, name, body) => {
       const k = advisoryKey(name);
       const c = await pool.connect();
       try {
-        await c.query(`BEGIN;  SELECT pg_advisory_xact_lock(${k.namespace}, ${k.key}), ${tenureTables(undefined).nextval}::text AS fence`);
+        await c.query(`BEGIN; SELECT pg_advisory_xact_lock(${k.namespace}, ${k.key}), ${tenureTables(undefined).nextval}::text AS fence`);
         await body();
         await c.query('COMMIT');
       } finally {
@@ -95,6 +99,12 @@ const electionImpls: Impl[] = [
   { impl: 'tenure PgElection (waitInQueue: false, polls)', acquire: election(false) },
 ];
 
+const groups = [
+  ['postgres xact lock', xactImpls],
+  ['postgres session lock', sessionImpls],
+  ['postgres election', electionImpls],
+] as const;
+
 async function run({ durationMs }: { durationMs: number }): Promise<BenchRow[]> {
   const server = await new PostgresServer().start();
   const pool = new pg.Pool({ ...server.connectionConfig, max: 12 });
@@ -102,7 +112,7 @@ async function run({ durationMs }: { durationMs: number }): Promise<BenchRow[]> 
   const rows: BenchRow[] = [];
   try {
     await withXactLock(pool, 'warm-up', () => undefined); // creates the schema
-    for (const [group, impls] of [['postgres xact lock', xactImpls], ['postgres session lock', sessionImpls], ['postgres election', electionImpls]] as const) {
+    for (const [group, impls] of groups) {
       const names = impls.map((i) => i.impl);
       const byName = new Map(impls.map((i) => [i.impl, i.acquire]));
       const solo = await interleaved(names, async (impl) => {
@@ -122,4 +132,4 @@ async function run({ durationMs }: { durationMs: number }): Promise<BenchRow[]> 
   return rows;
 }
 
-export const cases: BenchCase[] = [{ group: 'postgres lock', run }];
+export const cases: BenchCase[] = [{ group: 'postgres lock', rowGroups: groups.map(([g]) => g), run }];

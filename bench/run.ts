@@ -1,6 +1,6 @@
 /**
  * `npm run bench [filter…] [--duration ms-per-round]`: runs every bench/*.bench.ts case (or those whose
- * group contains a filter word), prints one table and writes it to bench/RESULTS.md (a full run:
+ * group, or one of its rows' groups, contains a filter word), prints one table and writes it to bench/RESULTS.md (a full run:
  * the header and the table are replaced, the hand-written `## ` sections below them kept) or
  * .bench-results/ (a filtered one).
  *
@@ -76,7 +76,7 @@ const started = performance.now();
 for (const f of files) {
   const mod = (await import(pathToFileURL(join(here, f)).href)) as { cases: BenchCase[] };
   for (const [index, c] of mod.cases.entries()) {
-    if (filters.length > 0 && !filters.some((w) => c.group.includes(w))) continue;
+    if (filters.length > 0 && !filters.some((w) => [c.group, ...(c.rowGroups ?? [])].some((g) => g.includes(w)))) continue;
     console.error(`bench: ${c.group} …`);
     try {
       rows.push(...(await inChild(f, index)));

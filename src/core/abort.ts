@@ -61,18 +61,41 @@ export function isAbortReason(e: unknown, signal: AbortSignal | undefined): bool
 /**
  * Settles like `promise` within `ms`; after that rejects with `timeoutError()` (built only then),
  * or first with `signal.reason` if `signal` aborts. The one "race a call against a timer" of the
- * code base: the timer is always cleared.
+ * code base: the timer is always cleared. A rejection of `promise` after the race is lost is handled
+ * (never an unhandled rejection).
  */
-export async function raceTimeout<T>(promise: Promise<T>, ms: number, timeoutError: () => unknown, signal?: AbortSignal): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(timeoutError()), Math.min(MAX_TIMER_MS, Math.max(0, ms)));
-  });
-  try {
-    return await raceSignal(Promise.race([promise, timeout]), signal);
-  } finally {
-    clearTimeout(timer);
+export function raceTimeout<T>(promise: Promise<T>, ms: number, timeoutError: () => unknown, signal?: AbortSignal): Promise<T> {
+  if (signal?.aborted) {
+    promise.catch(() => undefined);
+    return Promise.reject(signal.reason);
   }
+  // One promise and one timer, not a Promise.race of two inside an async function: this runs
+  // twice in every Postgres lock cycle (connect, COMMIT), where each promise layer is client work.
+  return new Promise<T>((resolve, reject) => {
+    const settle = (): void => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+    };
+    const onAbort = (): void => {
+      settle();
+      reject(signal!.reason);
+    };
+    const timer = setTimeout(() => {
+      settle();
+      reject(timeoutError());
+    }, Math.min(MAX_TIMER_MS, Math.max(0, ms)));
+    signal?.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (v) => {
+        settle();
+        resolve(v);
+      },
+      (e: unknown) => {
+        settle();
+        reject(e);
+      },
+    );
+  });
 }
 
 /** Waits at most `ms` for `promise` to settle (either way); true when it did. Never rejects. */

@@ -111,7 +111,11 @@ export async function connectWithin(pool: Pool, ms: number, what: string, signal
   }
 }
 
-/** Settles like `call` within `ms` (StoreUnavailableError after it, `onTimeout` run first), errors as tenure errors. */
+/**
+ * Settles like `call` within `ms` (StoreUnavailableError after it, `onTimeout` run first), errors as
+ * tenure errors. (A `call` that fails after the timeout is no unhandled rejection: raceTimeout
+ * handles it.)
+ */
 export async function queryWithin<T>(call: Promise<T>, ms: number, what: string, endpoint: string | undefined, onTimeout?: () => void): Promise<T> {
   try {
     return await raceTimeout(call, ms, () => {
@@ -120,7 +124,5 @@ export async function queryWithin<T>(call: Promise<T>, ms: number, what: string,
     });
   } catch (e) {
     throw toTenureError(e, what, endpoint);
-  } finally {
-    call.catch(() => undefined);
   }
 }

@@ -62,7 +62,11 @@ CREATE UNLOGGED TABLE IF NOT EXISTS ${t.holder} (
  * - `tenure_fence_seq`: where lock fences come from. A sequence, not a per-name counter row,
  *   on purpose: `nextval` never rolls back, so a fence handed to a holder whose transaction later
  *   aborted (its connection was killed while it was paused, say) is never handed out again, and a
- *   zombie can never share a fence with its successor. Fences are strictly increasing in
+ *   zombie can never share a fence with its successor — short of a server crash: `nextval` logs
+ *   32 values ahead but flushes that WAL record only with a commit (its own or any later one), so
+ *   a crash before the flush can hand the successor a fence the crashed holder already had
+ *   (Postgres's docs: commit a sequence value before using it outside the database; nothing
+ *   cheaper than `nextval` is safer, see bench/RESULTS.md). Fences are strictly increasing in
  *   acquisition order for every name in one schema (each is taken after the lock is granted), not
  *   dense; two schemas count apart.
  * - `tenure_fence`: the highest fence each PostgresFencedResource has accepted.

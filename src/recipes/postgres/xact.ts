@@ -46,33 +46,76 @@ export interface XactLockOptions extends PgSchemaOptions {
 }
 
 interface Prepared {
-  key: string;
   name: string;
+  /** `postgres xact lock 'name'`: the prefix of its errors. */
+  what: string;
   tables: TenureTables;
   o: XactLockOptions;
   callTimeoutMs: number;
+  /** The first message: BEGIN, the settings, the lock and the fence. */
+  sql: string;
 }
 
 const TRY_KEYS: OptionKeys<Omit<XactLockOptions, 'timeoutMs'>> = { signal: true, idleTimeoutMs: true, namespace: true, callTimeoutMs: true, schema: true };
 const WAIT_XACT_KEYS: OptionKeys<XactLockOptions> = { ...TRY_KEYS, timeoutMs: true };
+const NO_OPTIONS: XactLockOptions = Object.freeze({});
 
-function prepare(pool: unknown, name: unknown, fn: unknown, options: unknown, keys: typeof TRY_KEYS | typeof WAIT_XACT_KEYS): Prepared {
+/**
+ * name → its Prepared without options, per mode: the validation, the key's hash and the SQL are
+ * the same every cycle (bounded like keys.ts's memo, so generated names cannot grow it).
+ */
+const bare = { wait: new Map<string, Prepared>(), try: new Map<string, Prepared>() };
+
+function prepare(pool: unknown, name: unknown, fn: unknown, options: unknown, mode: 'wait' | 'try'): Prepared {
   requirePool(pool);
-  const n = validateName('name', name);
   requireFunction('fn', fn);
-  const o = requireOptions<XactLockOptions>('options', options as XactLockOptions | undefined, keys as OptionKeys<XactLockOptions>);
+  const memo = options === undefined ? bare[mode] : undefined;
+  const known = memo?.get(name as string); // (only validated names are keys)
+  if (known) return known;
+  const n = validateName('name', name);
+  const o = options === undefined ? NO_OPTIONS : requireOptions<XactLockOptions>('options', options as XactLockOptions, (mode === 'wait' ? WAIT_XACT_KEYS : TRY_KEYS) as OptionKeys<XactLockOptions>);
   optionalSignal('signal', o.signal);
   // Both become server settings where 0 means "no limit": out-of-range values must not wrap to it.
   if (o.timeoutMs !== undefined) optionalNumber('timeoutMs', o.timeoutMs, 0, { integer: true, min: 1, max: 2 ** 31 - 1 });
   if (o.idleTimeoutMs !== undefined) optionalNumber('idleTimeoutMs', o.idleTimeoutMs, 0, { integer: true, min: 1, max: 2 ** 31 - 1 });
   const tables = tenureTables(o.schema);
   const callTimeoutMs = optionalNumber('callTimeoutMs', o.callTimeoutMs, 5000, { integer: true, min: 1, max: 2 ** 31 - 1 });
-  return { key: keyArgs(advisoryKey(n, { namespace: o.namespace, schema: tables.schema })), name: n, tables, o, callTimeoutMs };
+  const key = keyArgs(advisoryKey(n, { namespace: o.namespace, schema: tables.schema }));
+  const take =
+    mode === 'wait'
+      ? `SELECT pg_advisory_xact_lock(${key}), ${tables.nextval}::text AS fence`
+      : `SELECT CASE WHEN pg_try_advisory_xact_lock(${key}) THEN ${tables.nextval}::text END AS fence`;
+  const settings =
+    (o.timeoutMs === undefined ? '' : ` SET LOCAL lock_timeout = ${o.timeoutMs | 0};`) +
+    (o.idleTimeoutMs === undefined ? '' : ` SET LOCAL idle_in_transaction_session_timeout = ${o.idleTimeoutMs | 0};`);
+  const p: Prepared = { name: n, what: `postgres xact lock '${n}'`, tables, o, callTimeoutMs, sql: `BEGIN;${settings} ${take}` };
+  if (memo) {
+    if (memo.size >= 1024) memo.clear();
+    memo.set(n, p);
+  }
+  return p;
 }
 
+/** What `fn` gets: a class, not an object literal with a getter (that costs ~1 µs a cycle to make). */
+class Context implements XactLockContext {
+  readonly fence: bigint;
+  constructor(
+    readonly client: PoolClient,
+    readonly lease: Lease,
+  ) {
+    this.fence = lease.fence;
+  }
+  /** (made on first read: see LeaseController) */
+  get signal(): AbortSignal {
+    return this.lease.signal;
+  }
+}
+
+/** An xact lock's lease has nothing to release: COMMIT or ROLLBACK ends it. */
+const nothingToRelease = async (): Promise<void> => undefined;
+
 async function run<T>(pool: Pool, p: Prepared, mode: 'wait' | 'try', fn: (ctx: XactLockContext) => Promise<T> | T): Promise<{ acquired: true; value: T } | { acquired: false }> {
-  const { o, callTimeoutMs } = p;
-  const what = `postgres xact lock '${p.name}'`;
+  const { o, callTimeoutMs, what } = p;
   const endpoint = pgEndpoint(pool);
   o.signal?.throwIfAborted();
   // timeoutMs bounds the whole wait, the pool check-out included (a pool whose every client is
@@ -105,24 +148,18 @@ async function run<T>(pool: Pool, p: Prepared, mode: 'wait' | 'try', fn: (ctx: X
   const onEnd = (): void => controller?.lose('connection-lost');
   let abandoned: Promise<void> | undefined;
   let waiting: Promise<unknown> | undefined;
-  const onAbort = (): void => {
-    if (controller) return; // holding: the caller's signal does not end a transaction
-    destroy = new TenureError('postgres xact lock: acquire aborted');
-    abandoned = abandonWait(client, giveBack, callTimeoutMs, waiting);
-  };
+  const onAbort = signal
+    ? (): void => {
+        if (controller) return; // holding: the caller's signal does not end a transaction
+        destroy = new TenureError('postgres xact lock: acquire aborted');
+        abandoned = abandonWait(client, giveBack, callTimeoutMs, waiting);
+      }
+    : undefined;
   client.on('error', onError);
   client.on('end', onEnd);
-  signal?.addEventListener('abort', onAbort, { once: true });
+  if (onAbort) signal?.addEventListener('abort', onAbort, { once: true });
   let open = false;
   try {
-    const settings = [
-      o.timeoutMs === undefined ? '' : `SET LOCAL lock_timeout = ${o.timeoutMs | 0};`,
-      o.idleTimeoutMs === undefined ? '' : `SET LOCAL idle_in_transaction_session_timeout = ${o.idleTimeoutMs | 0};`,
-    ].join(' ');
-    const take =
-      mode === 'wait'
-        ? `SELECT pg_advisory_xact_lock(${p.key}), ${p.tables.nextval}::text AS fence`
-        : `SELECT CASE WHEN pg_try_advisory_xact_lock(${p.key}) THEN ${p.tables.nextval}::text END AS fence`;
     open = true;
     // Destroying the connection ends the server's side too (the transaction rolls back).
     const cut = (): void => {
@@ -132,7 +169,7 @@ async function run<T>(pool: Pool, p: Prepared, mode: 'wait' | 'try', fn: (ctx: X
     };
     let results;
     try {
-      const q = client.query(`BEGIN; ${settings} ${take}`);
+      const q = client.query(p.sql);
       waiting = q;
       // A try answers at once; a wait with timeoutMs is also bounded here, for a server that cannot say lock_timeout.
       const bound = mode === 'try' ? callTimeoutMs : o.timeoutMs === undefined ? undefined : o.timeoutMs + callTimeoutMs;
@@ -161,18 +198,10 @@ async function run<T>(pool: Pool, p: Prepared, mode: 'wait' | 'try', fn: (ctx: X
       open = false;
       return { acquired: false };
     }
-    signal?.removeEventListener('abort', onAbort);
+    if (onAbort) signal?.removeEventListener('abort', onAbort);
     scope?.dispose();
-    controller = new LeaseController({ name: p.name, fence: BigInt(fence), release: async () => undefined });
-    const lease = controller.lease;
-    const value = await fn({
-      client,
-      fence: lease.fence,
-      get signal() {
-        return lease.signal; // (made on first read: see LeaseController)
-      },
-      lease,
-    });
+    controller = new LeaseController({ name: p.name, fence: BigInt(fence), release: nothingToRelease });
+    const value = await fn(new Context(client, controller.lease));
     if (controller.ended) throw controller.endError; // the connection died: nothing committed
     await queryWithin(client.query('COMMIT'), callTimeoutMs, `${what}: commit`, endpoint, cut);
     open = false;
@@ -181,7 +210,7 @@ async function run<T>(pool: Pool, p: Prepared, mode: 'wait' | 'try', fn: (ctx: X
     if (open && !destroy) await queryWithin(client.query('ROLLBACK'), callTimeoutMs, `${what}: rollback`, endpoint).catch((err: Error) => (destroy = err));
     throw e instanceof LeaseLostError || !controller?.ended ? e : controller.endError;
   } finally {
-    signal?.removeEventListener('abort', onAbort);
+    if (onAbort) signal?.removeEventListener('abort', onAbort);
     scope?.dispose();
     controller?.lose('released', undefined, `${p.name}: transaction ended`);
     client.off('end', onEnd);
@@ -197,7 +226,7 @@ async function run<T>(pool: Pool, p: Prepared, mode: 'wait' | 'try', fn: (ctx: X
  * leak, and it works behind a transaction-pooling proxy. Waits for the lock.
  */
 export async function withXactLock<T>(pool: Pool, name: string, fn: (ctx: XactLockContext) => Promise<T> | T, options?: XactLockOptions): Promise<T> {
-  const p = prepare(pool, name, fn, options, WAIT_XACT_KEYS);
+  const p = prepare(pool, name, fn, options, 'wait');
   const r = await run(pool, p, 'wait', fn);
   if (!r.acquired) throw new TenureError(`postgres xact lock '${p.name}': a waiting lock returned without the lock`);
   return r.value;
@@ -221,6 +250,6 @@ export async function tryWithXactLock<T>(
       acquired: false;
     }
 > {
-  const p = prepare(pool, name, fn, options, TRY_KEYS); // a try does not wait: timeoutMs is refused, not ignored
+  const p = prepare(pool, name, fn, options, 'try'); // a try does not wait: timeoutMs is refused, not ignored
   return run(pool, p, 'try', fn);
 }
