@@ -63,35 +63,16 @@ export function isAbortReason(e: unknown, signal: AbortSignal | undefined): bool
  * or first with `signal.reason` if `signal` aborts. The one "race a call against a timer" of the
  * code base: the timer is always cleared.
  */
-export function raceTimeout<T>(promise: Promise<T>, ms: number, timeoutError: () => unknown, signal?: AbortSignal): Promise<T> {
-  if (signal?.aborted) return raceSignal(promise, signal);
-  // One promise settled by whichever comes first (not a race of a timer promise, a signal
-  // promise and an async wrapper: every bounded store call of every cycle goes through here).
-  return new Promise<T>((resolve, reject) => {
-    const end = (): void => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', onAbort);
-    };
-    const onAbort = (): void => {
-      end();
-      reject(signal!.reason);
-    };
-    const timer = setTimeout(() => {
-      end();
-      reject(timeoutError());
-    }, Math.min(MAX_TIMER_MS, Math.max(0, ms)));
-    signal?.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (v) => {
-        end();
-        resolve(v);
-      },
-      (e: unknown) => {
-        end();
-        reject(e);
-      },
-    );
+export async function raceTimeout<T>(promise: Promise<T>, ms: number, timeoutError: () => unknown, signal?: AbortSignal): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(timeoutError()), Math.min(MAX_TIMER_MS, Math.max(0, ms)));
   });
+  try {
+    return await raceSignal(Promise.race([promise, timeout]), signal);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** Waits at most `ms` for `promise` to settle (either way); true when it did. Never rejects. */
