@@ -66,11 +66,19 @@ export class LocalDeadline {
   #timer: NodeJS.Timeout | undefined;
   #state: 'live' | 'expired' | 'stopped' = 'live';
 
-  /** Starts at `sentAt + ttlMs − margin` (the grant's own send time and TTL). */
-  constructor(init: LocalDeadlineInit, sentAt: number, ttlMs: number) {
+  /**
+   * Starts at `sentAt + ttlMs − margin` (the grant's own send time and TTL). With `armed: false`
+   * the timer waits for {@link arm}: for an owner whose own earlier timer checks `expired()` first.
+   */
+  constructor(init: LocalDeadlineInit, sentAt: number, ttlMs: number, options?: { armed?: boolean }) {
     this.#init = init;
     this.#at = sentAt + ttlMs - init.safetyMarginMs;
-    this.#arm();
+    if (options?.armed !== false) this.#arm();
+  }
+
+  /** Starts the timer (no-op when it runs already, or the deadline is no longer live). */
+  arm(): void {
+    if (this.#timer === undefined && this.#state === 'live') this.#arm();
   }
 
   /** The deadline, in the clock's milliseconds. */

@@ -138,7 +138,8 @@ export class RedisLock extends LeaseEmitter implements AsyncDisposable {
     let polls: Backoff | undefined;
     try {
       // The channel a holder hears a lost grant on, in place before anything can be granted.
-      await bounded(this.#redis, this.#listener.holderReady(), this.#callTimeoutMs, `redis lock '${this.name}': subscribe`, signal);
+      const holderReady = this.#listener.holderReady();
+      if (holderReady) await bounded(this.#redis, holderReady, this.#callTimeoutMs, `redis lock '${this.name}': subscribe`, signal);
       for (;;) {
         signal?.throwIfAborted();
         this.#assertOpen(); // close() wakes every waiter
@@ -261,8 +262,10 @@ export class RedisLock extends LeaseEmitter implements AsyncDisposable {
       sentAt,
       fence,
       clock: this.#clock,
-      onLost: (reason) => {
-        this.logger.info({ fence: String(fence), reason }, 'lease lost');
+      // Told directly, not through the watchdog's signal: no signal is made in a cycle nobody reads it in.
+      onLost: (error) => {
+        controller.lose(error.reason, error);
+        this.logger.info({ fence: String(fence), reason: error.reason }, 'lease lost');
         // Best effort: free the key if it is still ours, so waiters need not sit out the TTL.
         release().catch(() => undefined);
       },
@@ -272,7 +275,6 @@ export class RedisLock extends LeaseEmitter implements AsyncDisposable {
       fence,
       clock: this.#clock,
       logger: this.logger,
-      parent: watchdog.signal,
       deadline: () => watchdog.deadline,
       release: async () => {
         watchdog.stop();

@@ -39,12 +39,16 @@ export class ReleaseListener {
    */
   watchHolder(token: string, lost: () => void): void {
     this.#holder = { token, lost };
-    this.holderReady().catch(() => undefined);
+    this.holderReady()?.catch(() => undefined);
   }
 
-  /** Subscribes (once) to the lost channel the holder hears on. Await before the first attempt. */
-  holderReady(): Promise<void> {
-    return this.#lost.ready();
+  /**
+   * Subscribes (once) to the lost channel the holder hears on: undefined when it is already in
+   * place (nothing to wait for, in every cycle but the first), else the promise to await before
+   * the first attempt.
+   */
+  holderReady(): Promise<void> | undefined {
+    return this.#lost.subscribed ? undefined : this.#lost.ready();
   }
 
   /** True once the release channel is subscribed (see `ready`). */

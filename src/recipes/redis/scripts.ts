@@ -101,16 +101,22 @@ local function guard()
 end
 local me = ARGV[1]
 local nowMs = math.floor(nowUs / 1000)
-local head = redis.call('ZRANGE', KEYS[4], 0, 0)[1]
-if head ~= nil then
-  local gone = redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', string.format('%.0f', nowMs))
-  for _, w in ipairs(gone) do
-    redis.call('ZREM', KEYS[4], w)
-    redis.call('ZREM', KEYS[5], w)
-  end
+local head = nil
+-- Free with nobody queued (every uncontended acquire): one EXISTS answers both questions.
+local free = redis.call('EXISTS', KEYS[1], KEYS[4]) == 0
+if not free then
   head = redis.call('ZRANGE', KEYS[4], 0, 0)[1]
+  if head ~= nil then
+    local gone = redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', string.format('%.0f', nowMs))
+    for _, w in ipairs(gone) do
+      redis.call('ZREM', KEYS[4], w)
+      redis.call('ZREM', KEYS[5], w)
+    end
+    head = redis.call('ZRANGE', KEYS[4], 0, 0)[1]
+  end
+  free = (head == nil or head == me) and redis.call('EXISTS', KEYS[1]) == 0
 end
-if (head == nil or head == me) and redis.call('EXISTS', KEYS[1]) == 0 then
+if free then
   local waitMs, released = guard()
   if waitMs > 0 then
     return {-1, waitMs}

@@ -16,8 +16,8 @@ export interface WatchdogInit {
   sentAt: number;
   fence: bigint;
   clock: Clock;
-  /** Called once, when the watchdog ends for any reason but `stop()`. */
-  onLost?: (reason: LeaseLostReason) => void;
+  /** Called once, with the signal's reason, when the watchdog ends for any reason but `stop()`. */
+  onLost?: (error: LeaseLostError) => void;
 }
 
 /**
@@ -27,9 +27,17 @@ export interface WatchdogInit {
  * send, so the deadline passes strictly before the store can hand the lock to someone else.
  * `signal` aborts at once when a renew fails, is refused, or is late (the deadline passes first);
  * the watchdog then stops for good and never re-acquires.
+ *
+ * A lock's cycle is often shorter than TTL/3, so what the watchdog makes per lease is made late:
+ * the signal when first read (a lock hears the end through `onLost`, as LeaseController makes its
+ * own signal), and the deadline's timer when the first renew is sent. Until then the renew timer
+ * fires first (TTL/3 < TTL − margin), and a renew past the deadline (an event loop held up) ends
+ * the lease on the synchronous check before it sends; `lost` checks read the deadline itself.
  */
 export class RenewWatchdog {
-  readonly #abort = new AbortController();
+  #abort: AbortController | undefined;
+  /** The signal's reason, once lost. */
+  #lost: LeaseLostError | undefined;
   readonly #init: WatchdogInit;
   readonly #deadline: LocalDeadline;
   #timer: NodeJS.Timeout | undefined;
@@ -37,12 +45,16 @@ export class RenewWatchdog {
 
   constructor(init: WatchdogInit) {
     this.#init = init;
-    this.#deadline = new LocalDeadline({ clock: init.clock, safetyMarginMs: init.safetyMarginMs, onExpire: () => this.#end('deadline') }, init.sentAt, init.ttlMs);
+    this.#deadline = new LocalDeadline({ clock: init.clock, safetyMarginMs: init.safetyMarginMs, onExpire: () => this.#end('deadline') }, init.sentAt, init.ttlMs, { armed: false });
     this.#schedule(init.sentAt);
   }
 
   /** Aborts (with a {@link LeaseLostError}) when the lease is lost or may be lost. */
   get signal(): AbortSignal {
+    if (!this.#abort) {
+      this.#abort = new AbortController();
+      if (this.#lost) this.#abort.abort(this.#lost);
+    }
     return this.#abort.signal;
   }
 
@@ -62,9 +74,9 @@ export class RenewWatchdog {
   }
 
   #end(reason: LeaseLostReason, cause?: unknown): void {
-    if (this.#stopped || this.#abort.signal.aborted) return;
+    if (this.#stopped || this.#lost) return;
     clearTimeout(this.#timer);
-    this.#deadline?.stop(); // (undefined when the grant was already past its deadline)
+    this.#deadline.stop();
     const { name, fence } = this.#init;
     const message =
       reason === 'deadline'
@@ -72,12 +84,13 @@ export class RenewWatchdog {
         : reason === 'expired'
           ? `${name}: the lock is no longer held by this lease at Redis`
           : `${name}: renew failed`;
-    this.#abort.abort(new LeaseLostError(reason, message, { cause, fence }));
-    this.#init.onLost?.(reason);
+    const lost = (this.#lost = new LeaseLostError(reason, message, { cause, fence }));
+    this.#abort?.abort(lost);
+    this.#init.onLost?.(lost);
   }
 
   #schedule(lastSentAt: number): void {
-    if (this.#stopped || this.#abort.signal.aborted) return;
+    if (this.#stopped || this.#lost) return;
     const wait = lastSentAt + this.#init.ttlMs / 3 - this.#init.clock.now();
     this.#timer = setTimeout(() => void this.#renew(), Math.max(0, wait));
   }
@@ -85,6 +98,7 @@ export class RenewWatchdog {
   async #renew(): Promise<void> {
     const { redis, lockKey, value, ttlMs, clock } = this.#init;
     if (this.#stopped || this.#deadline.expired()) return;
+    this.#deadline.arm(); // (idempotent) fires while this renew, or a later one, is in flight
     const sentAt = clock.now();
     let reply: unknown;
     try {
@@ -92,7 +106,7 @@ export class RenewWatchdog {
     } catch (e) {
       return this.#end('renew-failed', e);
     }
-    if (this.#stopped || this.#abort.signal.aborted) return; // late: never revive
+    if (this.#stopped || this.#lost) return; // late: never revive
     if (reply !== 1) return this.#end('expired');
     if (!this.#deadline.acknowledged(sentAt, ttlMs)) return;
     this.#schedule(sentAt);
