@@ -22,8 +22,9 @@ export interface HeldNode {
  * A participant's watch on its own node, so a holder hears its node deleted from outside (a lease
  * ended by an admin, a session expired elsewhere) as soon as its successor is woken by the same
  * deletion. Armed one of two ways, neither a request on the grant's path:
- * - at once, the moment the create answers, while the first listing is still on its way back
- *   (a waiter, and a participant not known to be alone): an `exists` watch;
+ * - with the first verdict (a waiter, and a participant not known to be alone): an `exists`
+ *   watch, sent in the same write as a waiter's predecessor watch, or as a holder's listing says
+ *   it holds, ahead of the grant (at once for a node found again after a connection loss);
  * - through the first listing itself, for a participant expected to hold at once (its previous
  *   first listing showed it alone): the listing carries a child watch on the queue's parent
  *   (`listingWatcher`), and only when that fires — a successor joined, or a node left — is the
