@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { ConfigError } from '../../core/errors.js';
+import { BoundedMemo } from '../../core/memo.js';
 import { requireNumber, requireOptions, requireString } from '../../core/validate.js';
 import { DEFAULT_SCHEMA, validateSchema, type PgSchemaOptions } from './ident.js';
 
@@ -72,16 +73,13 @@ export function advisoryKey(name: string, options?: AdvisoryKeyOptions): Advisor
   const hashedText = schema === DEFAULT_SCHEMA ? n : `${schema}\u0000${n}`;
   let key = hashed.get(hashedText);
   if (key === undefined) {
-    key = createHash('sha256').update(hashedText, 'utf8').digest().readInt32BE(0);
-    // A lock name is usually one of a few; bound the memo so generated names cannot grow it.
-    if (hashed.size >= 1024) hashed.clear();
-    hashed.set(hashedText, key);
+    key = hashed.set(hashedText, createHash('sha256').update(hashedText, 'utf8').digest().readInt32BE(0));
   }
   return { namespace, key };
 }
 
 /** hashed text → its key: a SHA-256 per lock cycle is ~7 µs of a ~150 µs Postgres cycle. */
-const hashed = new Map<string, number>();
+const hashed = new BoundedMemo<string, number>();
 
 /** `ns, key` for inlining into SQL: both are integers we computed, never user text. */
 export function keyArgs(k: AdvisoryKey): string {

@@ -1,5 +1,6 @@
 import type { Pool } from 'pg';
 import { ConfigError } from '../../core/errors.js';
+import { BoundedMemo } from '../../core/memo.js';
 import { optionalNumber, requireOptions } from '../../core/validate.js';
 import { connectWithin, pgEndpoint, queryWithin } from './errors.js';
 import { DEFAULT_SCHEMA, quoteIdent, quoteLiteral, validateSchema, type PgSchemaOptions } from './ident.js';
@@ -21,7 +22,7 @@ export interface TenureTables {
   readonly nextval: string;
 }
 
-const tablesBySchema = new Map<string, TenureTables>();
+const tablesBySchema = new BoundedMemo<string, TenureTables>();
 
 /** The tables of the `schema` option (validated; undefined: 'public'). */
 export function tenureTables(schema: unknown): TenureTables {
@@ -30,9 +31,7 @@ export function tenureTables(schema: unknown): TenureTables {
   if (!t) {
     const quoted = quoteIdent('schema', name);
     const seq = `${quoted}.tenure_fence_seq`;
-    t = Object.freeze({ schema: name, quoted, seq, fence: `${quoted}.tenure_fence`, holder: `${quoted}.tenure_holder`, nextval: `nextval(${quoteLiteral(seq)})` });
-    if (tablesBySchema.size >= 1024) tablesBySchema.clear();
-    tablesBySchema.set(name, t);
+    t = tablesBySchema.set(name, Object.freeze({ schema: name, quoted, seq, fence: `${quoted}.tenure_fence`, holder: `${quoted}.tenure_holder`, nextval: `nextval(${quoteLiteral(seq)})` }));
   }
   return t;
 }

@@ -1,6 +1,7 @@
 import type { Pool, PoolClient } from 'pg';
 import { AcquireTimeoutError, LeaseLostError, TenureError } from '../../core/errors.js';
 import { LeaseController, type Lease } from '../../core/lease.js';
+import { BoundedMemo } from '../../core/memo.js';
 import { optionalNumber, optionalSignal, requireFunction, requireOptions, type OptionKeys } from '../../core/validate.js';
 import type { PgSchemaOptions } from './ident.js';
 import { advisoryKey, keyArgs, validateName } from './keys.js';
@@ -62,9 +63,9 @@ const NO_OPTIONS: XactLockOptions = Object.freeze({});
 
 /**
  * name → its Prepared without options, per mode: the validation, the key's hash and the SQL are
- * the same every cycle (bounded like keys.ts's memo, so generated names cannot grow it).
+ * the same every cycle (a BoundedMemo, so generated names cannot grow it).
  */
-const bare = { wait: new Map<string, Prepared>(), try: new Map<string, Prepared>() };
+const bare = { wait: new BoundedMemo<string, Prepared>(), try: new BoundedMemo<string, Prepared>() };
 
 function prepare(pool: unknown, name: unknown, fn: unknown, options: unknown, mode: 'wait' | 'try'): Prepared {
   requirePool(pool);
@@ -89,11 +90,7 @@ function prepare(pool: unknown, name: unknown, fn: unknown, options: unknown, mo
     (o.timeoutMs === undefined ? '' : ` SET LOCAL lock_timeout = ${o.timeoutMs | 0};`) +
     (o.idleTimeoutMs === undefined ? '' : ` SET LOCAL idle_in_transaction_session_timeout = ${o.idleTimeoutMs | 0};`);
   const p: Prepared = { name: n, what: `postgres xact lock '${n}'`, tables, o, callTimeoutMs, sql: `BEGIN;${settings} ${take}` };
-  if (memo) {
-    if (memo.size >= 1024) memo.clear();
-    memo.set(n, p);
-  }
-  return p;
+  return memo ? memo.set(n, p) : p;
 }
 
 /** What `fn` gets: a class, not an object literal with a getter (that costs ~1 µs a cycle to make). */
