@@ -78,10 +78,16 @@ export class WorkerHandle implements AsyncDisposable {
     });
     this.exited = new Promise((resolve) => {
       child.once('exit', (code, signal) => {
-        this.#exit = { code, signal };
-        untrackProcess(this.pid);
-        for (const w of [...this.#waiters]) w();
-        resolve(this.#exit);
+        const settle = (): void => {
+          this.#exit = { code, signal };
+          untrackProcess(this.pid);
+          for (const w of [...this.#waiters]) w();
+          resolve(this.#exit);
+        };
+        // 'exit' can come before the last messages the worker sent are read (its final 'done'
+        // right before it exits): they are all read by the time its IPC channel disconnects.
+        if (child.connected) child.once('disconnect', settle);
+        else settle();
       });
     });
     if (this.pid > 0) trackProcess(this.pid, `node worker ${child.spawnargs.join(' ')}`.slice(0, 400));
