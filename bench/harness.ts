@@ -17,6 +17,12 @@ export interface BenchRow {
   p99Ms?: number;
   /** Anything else worth a column: fairness, failover time, … */
   notes?: string;
+  /**
+   * ops/s of every kept round, in the order run. Rounds are interleaved, so a peer's round i ran
+   * beside tenure's round i under the same load: with both rows' rounds, the ratio is also given
+   * round by round (its median and range), which drift between rounds does not widen.
+   */
+  opsPerRound?: number[];
 }
 
 export interface BenchCase {
@@ -67,7 +73,10 @@ export async function timeLoop(op: () => Promise<unknown>, durationMs: number): 
 /** The rounds of one implementation: the median round (by the measure's key) and every key. */
 export interface Rounds<T> {
   median: T;
+  /** Every kept round's key, sorted. */
   keys: number[];
+  /** Every kept round's key, in the order run (round i of every implementation ran side by side). */
+  byRound: number[];
 }
 
 /** Rounds per measurement: every group interleaves its implementations this many times. */
@@ -93,7 +102,7 @@ export async function interleaved<T>(
   const out = new Map<string, Rounds<T>>();
   for (const [impl, rs] of all) {
     const sorted = [...rs].sort((a, b) => key(a) - key(b));
-    out.set(impl, { median: sorted[Math.floor(sorted.length / 2)]!, keys: sorted.map(key) });
+    out.set(impl, { median: sorted[Math.floor(sorted.length / 2)]!, keys: sorted.map(key), byRound: rs.map(key) });
   }
   return out;
 }
@@ -127,11 +136,18 @@ function ratios(row: BenchRow, rows: BenchRow[]): string {
   const x = (a: number | undefined, b: number | undefined): string | undefined => (a !== undefined && b !== undefined && b > 0 && !Number.isNaN(a) && !Number.isNaN(b) ? `${(a / b).toFixed(2)}×` : undefined);
   return peers
     .map((p) => {
-      const parts = [x(row.opsPerSec, p.opsPerSec) && `ops/s ${x(row.opsPerSec, p.opsPerSec)}`, x(row.p50Ms, p.p50Ms) && `p50 ${x(row.p50Ms, p.p50Ms)}`, x(row.p99Ms, p.p99Ms) && `p99 ${x(row.p99Ms, p.p99Ms)}`].filter(Boolean);
+      const parts = [x(row.opsPerSec, p.opsPerSec) && `ops/s ${x(row.opsPerSec, p.opsPerSec)}`, perRound(row.opsPerRound, p.opsPerRound), x(row.p50Ms, p.p50Ms) && `p50 ${x(row.p50Ms, p.p50Ms)}`, x(row.p99Ms, p.p99Ms) && `p99 ${x(row.p99Ms, p.p99Ms)}`].filter(Boolean);
       return parts.length > 0 ? `vs ${p.impl}: ${parts.join(', ')}` : '';
     })
     .filter(Boolean)
     .join('<br>');
+}
+
+/** "round by round 0.93× (0.90–0.97×)": the median and range of the ratios of rounds run side by side. */
+function perRound(mine: number[] | undefined, theirs: number[] | undefined): string | undefined {
+  if (!mine || !theirs || mine.length !== theirs.length || mine.length < 3 || theirs.some((t) => !(t > 0))) return undefined;
+  const r = mine.map((m, i) => m / theirs[i]!).sort((a, b) => a - b);
+  return `round by round ${r[Math.floor(r.length / 2)]!.toFixed(2)}× (${r[0]!.toFixed(2)}–${r[r.length - 1]!.toFixed(2)}×)`;
 }
 
 /** Formats rows as a Markdown table, with tenure/peer ratios. */

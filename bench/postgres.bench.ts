@@ -119,7 +119,7 @@ async function run({ durationMs }: { durationMs: number }): Promise<BenchRow[]> 
         const one = byName.get(impl)!(pool, `solo:${impl}`);
         return timeLoop(async () => (await one())(), durationMs);
       }, (r) => r.opsPerSec);
-      for (const [impl, { median: r, keys }] of solo) rows.push({ group, scenario: 'uncontended acquire+release', impl, opsPerSec: r.opsPerSec, p50Ms: r.p50Ms, p99Ms: r.p99Ms, notes: spread(keys, 'ops/s') });
+      for (const [impl, { median: r, keys, byRound }] of solo) rows.push({ group, scenario: 'uncontended acquire+release', impl, opsPerSec: r.opsPerSec, opsPerRound: byRound, p50Ms: r.p50Ms, p99Ms: r.p99Ms, notes: spread(keys, 'ops/s') });
       const ten = await interleaved(names, (impl) => contend(Array.from({ length: 10 }, () => byName.get(impl)!(pool, `ten:${impl}`)), durationMs), (c) => c.opsPerSec);
       for (const [impl, { median: c, keys }] of ten) rows.push(contentionRow(group, impl, c, spread(keys, 'ops/s')));
       const hand = await interleaved(names, (impl) => handoff(byName.get(impl)!(pool, `handoff:${impl}`), byName.get(impl)!(pool, `handoff:${impl}`), Math.min(durationMs, 1500)), (h) => h.p50);

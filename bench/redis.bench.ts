@@ -128,8 +128,8 @@ async function run({ durationMs }: { durationMs: number }): Promise<BenchRow[]> 
       await one.close();
       return { ...r, serverUsPerCycle: server.usec / r.calls, callsPerCycle: server.calls / r.calls };
     }, (r) => r.opsPerSec);
-    for (const [impl, { median: r, keys }] of solo) {
-      rows.push({ group: 'redis lock', scenario: 'uncontended acquire+release', impl, opsPerSec: r.opsPerSec, p50Ms: r.p50Ms, p99Ms: r.p99Ms, notes: notes(`server: ${r.callsPerCycle.toFixed(2)} commands, ${r.serverUsPerCycle.toFixed(1)} µs per cycle`, spread(keys, 'ops/s')) });
+    for (const [impl, { median: r, keys, byRound }] of solo) {
+      rows.push({ group: 'redis lock', scenario: 'uncontended acquire+release', impl, opsPerSec: r.opsPerSec, opsPerRound: byRound, p50Ms: r.p50Ms, p99Ms: r.p99Ms, notes: notes(`server: ${r.callsPerCycle.toFixed(2)} commands, ${r.serverUsPerCycle.toFixed(1)} µs per cycle`, spread(keys, 'ops/s')) });
     }
     const ten = await interleaved(names, async (impl) => {
       const contenders = await Promise.all(Array.from({ length: 10 }, () => byName.get(impl)!(client(), `ten:${impl}`)));
