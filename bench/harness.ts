@@ -53,12 +53,15 @@ export const warmupMs = (durationMs: number): number => Math.min(500, durationMs
  * Calls `op` back to back for `warmupMs(durationMs)` untimed, then for `durationMs`; returns
  * ops/s and latency percentiles of the timed calls, their `count`, and `calls`: every call made,
  * the untimed ones included — what a count read at the server over the whole loop divides by.
+ * `cpuUsPerCall`: this process's CPU time (user + system) per timed call, the client's work per
+ * cycle, which the server's and the link's share of a cycle does not blur.
  */
-export async function timeLoop(op: () => Promise<unknown>, durationMs: number): Promise<{ opsPerSec: number; p50Ms: number; p99Ms: number; count: number; calls: number }> {
+export async function timeLoop(op: () => Promise<unknown>, durationMs: number): Promise<{ opsPerSec: number; p50Ms: number; p99Ms: number; count: number; calls: number; cpuUsPerCall: number }> {
   const warm = performance.now() + warmupMs(durationMs);
   let untimed = 0;
   for (; performance.now() < warm; untimed++) await op();
   const lat: number[] = [];
+  const cpu0 = process.cpuUsage();
   const start = performance.now();
   const end = start + durationMs;
   while (performance.now() < end) {
@@ -67,7 +70,8 @@ export async function timeLoop(op: () => Promise<unknown>, durationMs: number): 
     lat.push(performance.now() - t);
   }
   const elapsed = (performance.now() - start) / 1000;
-  return { opsPerSec: lat.length / elapsed, p50Ms: percentile(lat, 50), p99Ms: percentile(lat, 99), count: lat.length, calls: untimed + lat.length };
+  const cpu = process.cpuUsage(cpu0);
+  return { opsPerSec: lat.length / elapsed, p50Ms: percentile(lat, 50), p99Ms: percentile(lat, 99), count: lat.length, calls: untimed + lat.length, cpuUsPerCall: (cpu.user + cpu.system) / lat.length };
 }
 
 /** The rounds of one implementation: the median round (by the measure's key) and every key. */
@@ -119,6 +123,12 @@ export function spread(keys: number[], unit: string): string {
   const q = (p: number): number => s[Math.min(s.length - 1, Math.max(0, Math.round(p * (s.length - 1))))]!;
   const iqr = s.length >= 3 && median > 0 ? `; ±${((50 * (q(0.75) - q(0.25))) / median).toFixed(0)} %` : '';
   return `median of ${keys.length} rounds (${unit} ${s.map(f).join('/')}${iqr})`;
+}
+
+/** "client CPU 24.1 µs per cycle (23.5–25.0)": the median and range of timeLoop's cpuUsPerCall over the rounds. */
+export function cpuNote(perRound: number[]): string {
+  const s = [...perRound].sort((a, b) => a - b);
+  return `client CPU ${s[Math.floor(s.length / 2)]!.toFixed(1)} µs per cycle (${s[0]!.toFixed(1)}–${s[s.length - 1]!.toFixed(1)})`;
 }
 
 /** Joins note fragments, skipping empty ones. */
