@@ -33,6 +33,7 @@ beforeAll(async () => {
   await etcd.enableAuth('root-secret', [
     { name: 'app', prefix: 'app/', password: SECRET },
     { name: 'other', prefix: 'other/', password: 'other-secret' },
+    { name: 'narrow', prefix: 'app/narrow/', password: 'narrow-secret' },
   ]);
 });
 afterAll(async () => {
@@ -75,6 +76,39 @@ it('a role for another prefix cannot read, delete or overwrite the lock: Permiss
   expect(lease.signal.aborted).toBe(false);
   expect(await owner.client.get(key).string()).not.toBeNull();
   await lease.release();
+});
+
+it("a role granted exactly '<name>/' (not the tail hint '<name>#tail') still queues, hands off in order and cleans up, beside participants that keep the hint; the fallback is said once", async () => {
+  const lines: string[] = [];
+  const logger = pino({ level: 'warn' }, new Writable({ write: (c: Buffer, _e, cb) => (lines.push(c.toString()), cb()) }));
+  const narrow = [await session('narrow', 'narrow-secret', logger), await session('narrow', 'narrow-secret', logger)];
+  const wide = await session('app', SECRET);
+  const m = narrow.map((s) => new EtcdMutex(s, 'app/narrow'));
+  const first = await m[0]!.acquire({ timeoutMs: 5000 });
+  // Queued behind it: a narrow participant, then one whose role covers the hint (it reads a hint
+  // that no narrow join moved, and still queues last: the claim's compare decides the order).
+  const granted: string[] = [];
+  const second = m[1]!.acquire({ timeoutMs: 10_000 }).then((l) => (granted.push('narrow'), l));
+  await expect.poll(async () => (await wide.client.getAll().prefix('app/narrow/').keys()).length).toBe(2);
+  const third = new EtcdMutex(wide, 'app/narrow').acquire({ timeoutMs: 10_000 }).then((l) => (granted.push('wide'), l));
+  await expect.poll(async () => (await wide.client.getAll().prefix('app/narrow/').keys()).length).toBe(3);
+  await first.release();
+  const l2 = await second;
+  expect(l2.fence).toBeGreaterThan(first.fence);
+  await l2.release();
+  const l3 = await third;
+  expect(l3.fence).toBeGreaterThan(l2.fence);
+  expect(granted).toEqual(['narrow', 'wide']);
+  await l3.release();
+  // Every key and the hint are gone (each delete was owner-checked, with or without the hint).
+  expect(await wide.client.getAll().prefix('app/narrow').keys()).toEqual([]);
+  // A second cycle on the same mutex does not ask again; an election on the narrow role works too.
+  await (await m[0]!.acquire({ timeoutMs: 5000 })).release();
+  const term = await new EtcdElection(narrow[0]!, 'app/narrow').campaign({ timeoutMs: 5000 });
+  await term.resign();
+  const said = lines.filter((l) => l.includes('app/narrow#tail'));
+  expect(said).toHaveLength(3); // once per recipe instance: two mutexes on the narrow role, one election
+  expect(said[0]).toMatch(/grant the prefix the names live under/);
 });
 
 it('a wrong password is a PermissionDeniedError, and neither errors nor logs carry a password', async () => {

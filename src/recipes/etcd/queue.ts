@@ -1,7 +1,7 @@
 import type { ICompare, IKeyValue, IRequestOp, ITxnResponse } from 'etcd3';
 import { etcd3 } from './peer.js';
 import { LeaseController } from '../../core/lease.js';
-import { SessionExpiredError, TenureError } from '../../core/errors.js';
+import { PermissionDeniedError, SessionExpiredError, TenureError } from '../../core/errors.js';
 import { prefixEnd, retryingTxn } from './kv.js';
 import { refuseNested, tailKey } from './names.js';
 import type { LeaseEpoch } from './epoch.js';
@@ -37,7 +37,9 @@ import { inWindow } from '../../core/window.js';
  * then reads one key. The hint only says whom to watch; the claim's prefix-wide compare still
  * decides who heads the queue, so a stale hint or a Go participant the hint skipped costs a
  * look, never exclusion. With no hint (the first join, or the newest participant left) the txn
- * reads the newest key by create_revision, as before.
+ * reads the newest key by create_revision, as before. A role granted `<name>/` alone may not
+ * touch the hint: its first join is refused, and that queue's joins go on without the hint
+ * (reading the newest key, as a Go participant does), said once at warn.
  */
 
 /** A claim whose reply was read past its lease's local deadline (see `acquire`). */
@@ -60,6 +62,8 @@ export interface Slot {
   readonly rev: bigint;
   /** The session's claim on the key. */
   readonly token: object;
+  /** Its join could touch the tail hint: its delete also removes the hint while that names the key. */
+  readonly hinted: boolean;
 }
 
 /** What the enqueueing txn saw, with no tail hint to read: the newest other key, if any. */
@@ -70,6 +74,8 @@ interface FirstLook {
 /** What the enqueueing txn found out: `first` when it read the prefix, `hint` when it read the tail. */
 interface Enqueued {
   rev: bigint;
+  /** The join's txn could touch the tail hint (see Slot). */
+  hinted: boolean;
   first?: FirstLook;
   /** The tail hint's key and create_revision: an earlier key to watch, maybe gone since. */
   hint?: IKeyValue;
@@ -98,6 +104,8 @@ export class RevisionQueue {
   readonly #txn: Txn;
   readonly #ownWatch: OwnKeyWatch;
   readonly #fenceAtEnqueue: boolean;
+  /** False once a join touching the tail hint was refused: the role covers `<name>/` alone. */
+  #hinting = true;
 
   constructor(session: EtcdSession, name: string, what: string, opts: { fenceAtEnqueue?: boolean } = {}) {
     this.session = session;
@@ -140,32 +148,50 @@ export class RevisionQueue {
       },
     };
     for (;;) {
-      // (within the client's window of joins in flight: see core/window.ts)
-      const res = await inWindow(this.session.client, signal, () =>
-        this.txn(
-          [{ key: keyBuf, target: etcd3.CompareTarget.Create, result: etcd3.CompareResult.Equal, create_revision: '0' }],
-          [look, { request_put: { key: keyBuf, value, lease: leaseId } }, { request_put: { key: this.#tail, value: keyBuf, lease: leaseId } }],
-          [{ request_range: { key: keyBuf } }],
-          signal,
-        ),
-      );
+      const hinted = this.#hinting;
+      const put: IRequestOp = { request_put: { key: keyBuf, value, lease: leaseId } };
+      let res: ITxnResponse;
+      try {
+        // (within the client's window of joins in flight: see core/window.ts)
+        res = await inWindow(this.session.client, signal, () =>
+          this.txn(
+            [{ key: keyBuf, target: etcd3.CompareTarget.Create, result: etcd3.CompareResult.Equal, create_revision: '0' }],
+            hinted ? [look, put, { request_put: { key: this.#tail, value: keyBuf, lease: leaseId } }] : [{ request_range: newest }, put],
+            [{ request_range: { key: keyBuf } }],
+            signal,
+          ),
+        );
+      } catch (e) {
+        if (!hinted || !(e instanceof PermissionDeniedError) || !/permission denied/i.test(e.message)) throw e;
+        // The role may write `<name>/` but not `<name>#tail` (or it may write neither: the next
+        // txn, without the hint, says so).
+        this.#hinting = false;
+        this.session.logger.warn({ err: e }, `${this.what}: the role may not write ${this.#tail.toString()}; joins read the queue's newest key instead (grant the prefix the names live under to keep the hint)`);
+        continue;
+      }
       if (res.succeeded) {
         const rev = BigInt(res.header.revision);
+        if (!hinted) {
+          const kv = res.responses[0]?.response_range.kvs[0];
+          if (kv) refuseNested(this.prefix, kv.key);
+          return { rev, hinted, first: { pred: kv } };
+        }
         const seen = res.responses[0]?.response_txn;
         const kv = seen?.responses[0]?.response_range.kvs[0];
         if (!seen?.succeeded) {
           if (kv) refuseNested(this.prefix, kv.key);
-          return { rev, first: { pred: kv } };
+          return { rev, hinted, first: { pred: kv } };
         }
         // The hint names its key and, by its mod_revision, that key's create_revision. One naming
         // this very key is an earlier incarnation's, left by a delete that failed; one naming a
         // key outside the queue was not written by a participant, and waiting on it could be for ever.
-        if (!kv || kv.value.equals(keyBuf) || !kv.value.subarray(0, this.prefix.length).equals(this.prefix)) return { rev };
+        if (!kv || kv.value.equals(keyBuf) || !kv.value.subarray(0, this.prefix.length).equals(this.prefix)) return { rev, hinted };
         refuseNested(this.prefix, kv.value);
-        return { rev, hint: { ...kv, key: kv.value, create_revision: kv.mod_revision } };
+        return { rev, hinted, hint: { ...kv, key: kv.value, create_revision: kv.mod_revision } };
       }
       const kv = res.responses[0]?.response_range.kvs[0];
-      if (kv) return { rev: BigInt(kv.create_revision) };
+      // (an existing key: a resumed lease's, whose join may have moved the hint)
+      if (kv) return { rev: BigInt(kv.create_revision), hinted };
     }
   }
 
@@ -244,7 +270,8 @@ export class RevisionQueue {
       },
     };
     try {
-      const res = await this.txn([this.ownerCompare(slot.keyBuf, slot.rev)], [{ request_delete_range: { key: slot.keyBuf } }, tail], [], ctl.signal).catch((e: unknown) => {
+      const del: IRequestOp = { request_delete_range: { key: slot.keyBuf } };
+      const res = await this.txn([this.ownerCompare(slot.keyBuf, slot.rev)], slot.hinted ? [del, tail] : [del], [], ctl.signal).catch((e: unknown) => {
         throw ctl.signal.aborted ? ctl.signal.reason : e;
       });
       return res.succeeded;
@@ -283,7 +310,7 @@ export class RevisionQueue {
     const scope = AbortSignal.any([signal, epoch.signal]);
     try {
       const queued = await this.#enqueue(keyBuf, epoch.leaseId, value, scope);
-      slot = { epoch, key, keyBuf, rev: queued.rev, token };
+      slot = { epoch, key, keyBuf, rev: queued.rev, token, hinted: queued.hinted };
       if (opts.tryOnly) {
         let taken = queued.first?.pred !== undefined;
         if (!queued.first) {
