@@ -79,8 +79,8 @@ export interface Rounds<T> {
   median: T;
   /** Every kept round's key, sorted. */
   keys: number[];
-  /** Every kept round's key, in the order run (round i of every implementation ran side by side). */
-  byRound: number[];
+  /** Every kept round, in the order run (round i of every implementation ran side by side). */
+  all: T[];
 }
 
 /** Rounds per measurement: every group interleaves its implementations this many times. */
@@ -106,7 +106,7 @@ export async function interleaved<T>(
   const out = new Map<string, Rounds<T>>();
   for (const [impl, rs] of all) {
     const sorted = [...rs].sort((a, b) => key(a) - key(b));
-    out.set(impl, { median: sorted[Math.floor(sorted.length / 2)]!, keys: sorted.map(key), byRound: rs.map(key) });
+    out.set(impl, { median: sorted[Math.floor(sorted.length / 2)]!, keys: sorted.map(key), all: rs });
   }
   return out;
 }
@@ -119,16 +119,20 @@ export async function interleaved<T>(
 export function spread(keys: number[], unit: string): string {
   const f = (n: number): string => (n >= 100 ? n.toFixed(0) : n.toFixed(2));
   const s = [...keys].sort((a, b) => a - b);
-  const median = s[Math.floor(s.length / 2)]!;
+  const mid = median(s);
   const q = (p: number): number => s[Math.min(s.length - 1, Math.max(0, Math.round(p * (s.length - 1))))]!;
-  const iqr = s.length >= 3 && median > 0 ? `; ±${((50 * (q(0.75) - q(0.25))) / median).toFixed(0)} %` : '';
+  const iqr = s.length >= 3 && mid > 0 ? `; ±${((50 * (q(0.75) - q(0.25))) / mid).toFixed(0)} %` : '';
   return `median of ${keys.length} rounds (${unit} ${s.map(f).join('/')}${iqr})`;
+}
+
+/** The middle value (of an odd count; the upper middle of an even one), as `interleaved` picks its median round. */
+export function median(xs: number[]): number {
+  return [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 }
 
 /** "client CPU 24.1 µs per cycle (23.5–25.0)": the median and range of timeLoop's cpuUsPerCall over the rounds. */
 export function cpuNote(perRound: number[]): string {
-  const s = [...perRound].sort((a, b) => a - b);
-  return `client CPU ${s[Math.floor(s.length / 2)]!.toFixed(1)} µs per cycle (${s[0]!.toFixed(1)}–${s[s.length - 1]!.toFixed(1)})`;
+  return `client CPU ${median(perRound).toFixed(1)} µs per cycle (${Math.min(...perRound).toFixed(1)}–${Math.max(...perRound).toFixed(1)})`;
 }
 
 /** Joins note fragments, skipping empty ones. */
@@ -156,8 +160,8 @@ function ratios(row: BenchRow, rows: BenchRow[]): string {
 /** "round by round 0.93× (0.90–0.97×)": the median and range of the ratios of rounds run side by side. */
 function perRound(mine: number[] | undefined, theirs: number[] | undefined): string | undefined {
   if (!mine || !theirs || mine.length !== theirs.length || mine.length < 3 || theirs.some((t) => !(t > 0))) return undefined;
-  const r = mine.map((m, i) => m / theirs[i]!).sort((a, b) => a - b);
-  return `round by round ${r[Math.floor(r.length / 2)]!.toFixed(2)}× (${r[0]!.toFixed(2)}–${r[r.length - 1]!.toFixed(2)}×)`;
+  const r = mine.map((m, i) => m / theirs[i]!);
+  return `round by round ${median(r).toFixed(2)}× (${Math.min(...r).toFixed(2)}–${Math.max(...r).toFixed(2)}×)`;
 }
 
 /** Formats rows as a Markdown table, with tenure/peer ratios. */

@@ -115,14 +115,11 @@ async function run({ durationMs }: { durationMs: number }): Promise<BenchRow[]> 
     for (const [group, impls] of groups) {
       const names = impls.map((i) => i.impl);
       const byName = new Map(impls.map((i) => [i.impl, i.acquire]));
-      const cpu = new Map<string, number[]>(names.map((n) => [n, []]));
-      const solo = await interleaved(names, async (impl, round) => {
+      const solo = await interleaved(names, async (impl) => {
         const one = byName.get(impl)!(pool, `solo:${impl}`);
-        const r = await timeLoop(async () => (await one())(), durationMs);
-        if (round >= 0) cpu.get(impl)!.push(r.cpuUsPerCall);
-        return r;
+        return timeLoop(async () => (await one())(), durationMs);
       }, (r) => r.opsPerSec);
-      for (const [impl, { median: r, keys, byRound }] of solo) rows.push({ group, scenario: 'uncontended acquire+release', impl, opsPerSec: r.opsPerSec, opsPerRound: byRound, p50Ms: r.p50Ms, p99Ms: r.p99Ms, notes: notes(cpuNote(cpu.get(impl)!), spread(keys, 'ops/s')) });
+      for (const [impl, { median: r, keys, all }] of solo) rows.push({ group, scenario: 'uncontended acquire+release', impl, opsPerSec: r.opsPerSec, opsPerRound: all.map((a) => a.opsPerSec), p50Ms: r.p50Ms, p99Ms: r.p99Ms, notes: notes(cpuNote(all.map((a) => a.cpuUsPerCall)), spread(keys, 'ops/s')) });
       const ten = await interleaved(names, (impl) => contend(Array.from({ length: 10 }, () => byName.get(impl)!(pool, `ten:${impl}`)), durationMs), (c) => c.opsPerSec);
       for (const [impl, { median: c, keys }] of ten) rows.push(contentionRow(group, impl, c, spread(keys, 'ops/s')));
       const hand = await interleaved(names, (impl) => handoff(byName.get(impl)!(pool, `handoff:${impl}`), byName.get(impl)!(pool, `handoff:${impl}`), Math.min(durationMs, 1500)), (h) => h.p50);

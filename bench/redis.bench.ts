@@ -120,18 +120,16 @@ async function run({ durationMs }: { durationMs: number }): Promise<BenchRow[]> 
     const names = impls.map((i) => i.impl);
     const byName = new Map(impls.map((i) => [i.impl, i.make]));
     const admin = client();
-    const cpu = new Map<string, number[]>([...names, SCRIPTS].map((n) => [n, []]));
-    const solo = await interleaved([...names, SCRIPTS], async (impl, round) => {
+    const solo = await interleaved([...names, SCRIPTS], async (impl) => {
       const one = impl === SCRIPTS ? await scriptsOnly(client(), `solo:${impl}`) : await byName.get(impl)!(client(), `solo:${impl}`);
       await admin.config('RESETSTAT');
       const r = await timeLoop(async () => (await one.acquire())(), durationMs);
       const server = await serverCost(admin);
       await one.close();
-      if (round >= 0) cpu.get(impl)!.push(r.cpuUsPerCall);
       return { ...r, serverUsPerCycle: server.usec / r.calls, callsPerCycle: server.calls / r.calls };
     }, (r) => r.opsPerSec);
-    for (const [impl, { median: r, keys, byRound }] of solo) {
-      rows.push({ group: 'redis lock', scenario: 'uncontended acquire+release', impl, opsPerSec: r.opsPerSec, opsPerRound: byRound, p50Ms: r.p50Ms, p99Ms: r.p99Ms, notes: notes(`server: ${r.callsPerCycle.toFixed(2)} commands, ${r.serverUsPerCycle.toFixed(1)} µs per cycle`, cpuNote(cpu.get(impl)!), spread(keys, 'ops/s')) });
+    for (const [impl, { median: r, keys, all }] of solo) {
+      rows.push({ group: 'redis lock', scenario: 'uncontended acquire+release', impl, opsPerSec: r.opsPerSec, opsPerRound: all.map((a) => a.opsPerSec), p50Ms: r.p50Ms, p99Ms: r.p99Ms, notes: notes(`server: ${r.callsPerCycle.toFixed(2)} commands, ${r.serverUsPerCycle.toFixed(1)} µs per cycle`, cpuNote(all.map((a) => a.cpuUsPerCall)), spread(keys, 'ops/s')) });
     }
     const ten = await interleaved(names, async (impl) => {
       const contenders = await Promise.all(Array.from({ length: 10 }, () => byName.get(impl)!(client(), `ten:${impl}`)));

@@ -13,7 +13,7 @@ import { EtcdServer, spawnWorker, ZooKeeperServer, type WorkerHandle } from '../
 import { createEtcdClient, type EtcdSession } from '../src/recipes/etcd/index.js';
 import type { ZkSession } from '../src/recipes/zk/index.js';
 import { etcdElection, etcdMutex, etcdSessionOn, zkLatch, zkMutex, zkSession } from '../test/peers/tenure.js';
-import { interleaved, notes, spread, type BenchCase, type BenchRow } from './harness.js';
+import { interleaved, median, notes, spread, type BenchCase, type BenchRow } from './harness.js';
 import { heapAfterGc } from './heap.js';
 import { batched, etcdWatchers, settledWatchers, sleep, until, zkMaxWatchesOnOnePath, zkTotalWatches } from './scale-kit.js';
 
@@ -202,18 +202,8 @@ async function run(): Promise<BenchRow[]> {
       if (process.env.TENURE_SCALE_ONLY && !group.includes(process.env.TENURE_SCALE_ONLY)) continue;
       const sizes = [`${N} participants`, '2 participants'];
       let r: Awaited<ReturnType<typeof interleaved<Figures>>>;
-      const queueMs: number[] = []; // every round's, for a median of its own
       try {
-        r = await interleaved(
-          sizes,
-          async (size) => {
-            const f = await measure(Number(size.split(' ')[0]));
-            if (size === sizes[0]) queueMs.push(f.queueMs);
-            return f;
-          },
-          (f) => f.failoverMs,
-          { rounds: 3, warmup: 0 },
-        );
+        r = await interleaved(sizes, (size) => measure(Number(size.split(' ')[0])), (f) => f.failoverMs, { rounds: 3, warmup: 0 });
       } catch (e) {
         // One backend's failure must not lose the other's figures.
         rows.push({ group, scenario: 'FAILED', impl: 'tenure', notes: String(e instanceof Error ? e.message : e).slice(0, 300) });
@@ -222,12 +212,13 @@ async function run(): Promise<BenchRow[]> {
       const big = r.get(sizes[0]!)!;
       const small = r.get(sizes[1]!)!;
       const queue = big.median;
+      const queueMs = big.all.map((f) => f.queueMs); // every round's, for a median of its own
       rows.push(
         scaleRow(
           group,
           `${N} participants: all queued (first campaign → every waiter's watch on the server)`,
           'tenure',
-          [...queueMs].sort((a, b) => a - b)[Math.floor(queueMs.length / 2)]!,
+          median(queueMs),
           notes(`${(queue.bytesPerParticipant / 1024).toFixed(1)} KiB heap per participant (session + client + recipe)`, `${queue.watchesPerParticipant.toFixed(2)} server watches per participant`, queue.maxWatchesOnOnePath !== undefined && `at most ${queue.maxWatchesOnOnePath} watch on one path`, `heap and watches: round with the median failover`, spread(queueMs, 'ms')),
         ),
       );
