@@ -147,16 +147,17 @@ export class RevisionQueue {
         failure: [{ request_range: newest }],
       },
     };
+    const put: IRequestOp = { request_put: { key: keyBuf, value, lease: leaseId } };
+    const putHint: IRequestOp = { request_put: { key: this.#tail, value: keyBuf, lease: leaseId } };
     for (;;) {
       const hinted = this.#hinting;
-      const put: IRequestOp = { request_put: { key: keyBuf, value, lease: leaseId } };
       let res: ITxnResponse;
       try {
         // (within the client's window of joins in flight: see core/window.ts)
         res = await inWindow(this.session.client, signal, () =>
           this.txn(
             [{ key: keyBuf, target: etcd3.CompareTarget.Create, result: etcd3.CompareResult.Equal, create_revision: '0' }],
-            hinted ? [look, put, { request_put: { key: this.#tail, value: keyBuf, lease: leaseId } }] : [{ request_range: newest }, put],
+            hinted ? [look, put, putHint] : [{ request_range: newest }, put],
             [{ request_range: { key: keyBuf } }],
             signal,
           ),
@@ -171,17 +172,14 @@ export class RevisionQueue {
       }
       if (res.succeeded) {
         const rev = BigInt(res.header.revision);
-        if (!hinted) {
-          const kv = res.responses[0]?.response_range.kvs[0];
-          if (kv) refuseNested(this.prefix, kv.key);
-          return { rev, hinted, first: { pred: kv } };
-        }
-        const seen = res.responses[0]?.response_txn;
-        const kv = seen?.responses[0]?.response_range.kvs[0];
+        const seen = hinted ? res.responses[0]?.response_txn : undefined;
         if (!seen?.succeeded) {
+          // No hint read (none yet, or the role may not touch it): the txn read the newest key.
+          const kv = (hinted ? seen?.responses[0] : res.responses[0])?.response_range.kvs[0];
           if (kv) refuseNested(this.prefix, kv.key);
           return { rev, hinted, first: { pred: kv } };
         }
+        const kv = seen.responses[0]?.response_range.kvs[0];
         // The hint names its key and, by its mod_revision, that key's create_revision. One naming
         // this very key is an earlier incarnation's, left by a delete that failed; one naming a
         // key outside the queue was not written by a participant, and waiting on it could be for ever.
