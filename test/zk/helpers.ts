@@ -76,17 +76,16 @@ export function children(c: zookeeper.Client, path: string): Promise<string[]> {
   );
 }
 
-/** Parses `wchp` output: path → number of sessions watching it. */
-export function parseWchp(text: string): Map<string, number> {
-  const out = new Map<string, number>();
-  let current: string | undefined;
+/**
+ * Parses `wchp` output: path → the sessions watching it (as 16-digit hex, like ZkSession.sessionId).
+ * The server keeps one watch per session and path: two watchers on one node from one session are one.
+ */
+export function parseWchp(text: string): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  let current: string[] | undefined;
   for (const line of text.split('\n')) {
-    if (line.startsWith('/')) {
-      current = line.trim();
-      out.set(current, 0);
-    } else if (current && /^\s+0x/.test(line)) {
-      out.set(current, (out.get(current) ?? 0) + 1);
-    }
+    if (line.startsWith('/')) out.set(line.trim(), (current = []));
+    else if (current && /^\s+0x[0-9a-f]+\s*$/i.test(line)) current.push(BigInt(line.trim()).toString(16).padStart(16, '0'));
   }
   return out;
 }

@@ -104,7 +104,7 @@ describe('InterProcessMutex', () => {
       const l2 = await a.acquire();
       const b = new InterProcessMutex(s2, '/mutex/alone-lost');
       const pb = b.acquire();
-      const watchers = async (): Promise<number> => parseWchp(await zk.fourLetterWord('wchp')).get(a.ourPath!) ?? 0;
+      const watchers = async (): Promise<number> => parseWchp(await zk.fourLetterWord('wchp')).get(a.ourPath!)?.length ?? 0;
       await eventually(async () => (await watchers()) === 2, T.wait, "holder's own-node watch and the successor's");
       await new Promise<void>((resolve, reject) => raw.remove(a.ourPath!, -1, (e) => (e ? reject(e) : resolve())));
       await eventually(() => l2.lost, T.wait, 'the holder heard its node deleted');
@@ -124,7 +124,7 @@ describe('InterProcessMutex', () => {
       const b = new InterProcessMutex(s2, '/mutex/handoff');
       const c = new InterProcessMutex(s3, '/mutex/handoff');
       const la = await a.acquire();
-      const watchersOf = async (path: string): Promise<number> => parseWchp(await zk.fourLetterWord('wchp')).get(path) ?? 0;
+      const watchersOf = async (path: string): Promise<number> => parseWchp(await zk.fourLetterWord('wchp')).get(path)?.length ?? 0;
       // B queues behind A, C behind B; B gives up: C's predecessor is deleted while A still
       // holds, so C must list again (it had two nodes ahead) and wait on A.
       const pb = b.acquire({ timeoutMs: 1000 });
@@ -254,14 +254,15 @@ describe('InterProcessMutex', () => {
 
   it('herd: with 100 waiters each participant watches its predecessor and its own node, and each release wakes exactly one waiter', async () => {
     const sessions = await Promise.all(Array.from({ length: 20 }, () => openSession(zk.connectionString)));
+    const holder = new InterProcessMutex(s1, '/mutex/herd');
+    let done: Promise<void>[] = [];
     try {
-      const holder = new InterProcessMutex(s1, '/mutex/herd');
       const first = await holder.acquire();
       const before = sessions.reduce((n, s) => n + s.watchEvents, 0);
       let active = 0;
       let maxActive = 0;
       const waiters = Array.from({ length: 100 }, (_, i) => new InterProcessMutex(sessions[i % 20]!, '/mutex/herd'));
-      const done = waiters.map((w) =>
+      done = waiters.map((w) =>
         w.acquire().then(async (l) => {
           active++;
           maxActive = Math.max(maxActive, active);
@@ -272,24 +273,31 @@ describe('InterProcessMutex', () => {
       );
       await eventually(async () => (await holder.participants()).length === 101, T.wait, '101 queued nodes');
       const seq = (p: string): number => Number(p.slice(-10));
-      const last = waiters.map((w) => w.ourPath!).sort((a, b) => seq(a) - seq(b)).at(-1)!;
+      // The queue in order, each node with its owner's session.
+      const queue = [{ path: holder.ourPath!, session: s1.sessionId! }, ...waiters.map((w, i) => ({ path: w.ourPath!, session: sessions[i % 20]!.sessionId! }))].sort(
+        (a, b) => seq(a.path) - seq(b.path),
+      );
       // Every participant watches its own node (set when it queued) and every waiter its
-      // predecessor: two watches on every node but the last (its own only), none anywhere else.
-      const watches = await eventually(async () => {
-        const w = parseWchp(await zk.fourLetterWord('wchp'));
-        const herd = [...w.entries()].filter(([p]) => p.startsWith('/mutex/herd/'));
-        return herd.length === 101 && herd.every(([p, n]) => n === (p === last ? 1 : 2)) ? herd : undefined;
-      }, T.wait, '101 watched paths');
-      for (const [path, n] of watches) expect(n, path).toBe(path === last ? 1 : 2);
-      expect(watches.some(([p]) => p === holder.ourPath)).toBe(true);
+      // predecessor, nothing else: a node is watched by its owner's session and its successor's
+      // (one watch when both are the same session: the server keeps one per session and path).
+      const expected = new Map(queue.map((n, k) => [n.path, [...new Set([n.session, queue[k + 1]?.session].filter((x) => x !== undefined))].sort()]));
+      const watched = async (): Promise<Map<string, string[]>> => {
+        const all = parseWchp(await zk.fourLetterWord('wchp'));
+        return new Map([...all].filter(([p]) => p.startsWith('/mutex/herd/')).map(([p, ids]) => [p, [...ids].sort()]));
+      };
+      const same = (w: Map<string, string[]>): boolean => w.size === expected.size && [...expected].every(([p, ids]) => w.get(p)?.join() === ids.join());
+      await eventually(async () => same(await watched()), T.wait, 'each node watched by its owner and its successor');
+      expect(Object.fromEntries(await watched())).toEqual(Object.fromEntries(expected));
       await first.release();
       await Promise.all(done);
       expect(maxActive).toBe(1);
       const wakeUps = sessions.reduce((n, s) => n + s.watchEvents, 0) - before;
       expect(wakeUps).toBe(100);
-      await holder.close();
     } finally {
+      // (on a failure, the waiters still queued reject as their sessions close: settled here)
       await Promise.all(sessions.map((s) => s.close()));
+      await Promise.allSettled(done);
+      await holder.close();
     }
   });
 
