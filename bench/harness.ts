@@ -3,6 +3,7 @@
  * BenchCase; `npm run bench` runs them (or those whose group matches argv) and writes a table to
  * stdout and to bench/RESULTS.md. Numbers are measured on real servers from tenure/testing.
  */
+import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 
 export interface BenchRow {
@@ -130,9 +131,16 @@ export function median(xs: number[]): number {
   return [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 }
 
-/** "client CPU 24.1 µs per cycle (23.5–25.0)": the median and range of timeLoop's cpuUsPerCall over the rounds. */
-export function cpuNote(perRound: number[]): string {
-  return `client CPU ${median(perRound).toFixed(1)} µs per cycle (${Math.min(...perRound).toFixed(1)}–${Math.max(...perRound).toFixed(1)})`;
+/** "client CPU 24.1 µs per cycle (23.5–25.0)": the median and range of a CPU time per operation (timeLoop's cpuUsPerCall) over the rounds; `who` and `per` name whose CPU and which operation. */
+export function cpuNote(perRound: number[], who = 'client', per = 'cycle'): string {
+  return `${who} CPU ${median(perRound).toFixed(1)} µs per ${per} (${Math.min(...perRound).toFixed(1)}–${Math.max(...perRound).toFixed(1)})`;
+}
+
+/** CPU time (user + system, µs) process `pid` has used so far: /proc/<pid>/stat, in clock ticks of 10 ms (sum a whole round, not a call). */
+export function processCpuUs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // from field 3 (state) on
+  return (Number(fields[11]) + Number(fields[12])) * 10_000; // utime, stime
 }
 
 /** Joins note fragments, skipping empty ones. */

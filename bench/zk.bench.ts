@@ -1,16 +1,18 @@
 /**
  * ZooKeeper lock benchmarks: tenure's InterProcessMutex beside Apache Curator 5.4's (the same
  * recipe in Java, run by test/peers/CuratorPeer.java in its own JVM; its loops are timed inside
- * the JVM, so no IPC is measured) and beside a naive getChildren-watch lock (bench/zk-naive.ts),
- * on one ZooKeeper server, interleaved over rounds. Also: ZooKeeper requests per
- * acquire+release (the server's packet counter), and LeaderLatch failover after SIGKILL.
+ * the JVM, so no IPC is measured), beside a naive getChildren-watch lock (bench/zk-naive.ts) and
+ * beside two floors on raw clients (a cycle's two writes alone; a fair queue's four requests per
+ * grant), on one ZooKeeper server, interleaved over rounds. Also: ZooKeeper requests per
+ * acquire+release (the server's packet counter), the server's and the clients' CPU per contended
+ * grant, and LeaderLatch failover after SIGKILL.
  */
 import { join } from 'node:path';
 import { fourLetterWord, spawnWorker, ZooKeeperServer } from '../src/testing/index.js';
 import type { ZkSession } from '../src/recipes/zk/index.js';
 import { CuratorPeer } from '../test/peers/curator.js';
 import { zkLatch, zkMutex, zkSession } from '../test/peers/tenure.js';
-import { interleaved, notes, percentile, spread, timeLoop, type BenchCase, type BenchRow } from './harness.js';
+import { cpuNote, interleaved, notes, percentile, processCpuUs, spread, timeLoop, type BenchCase, type BenchRow } from './harness.js';
 import zookeeper from 'node-zookeeper-client';
 import { NaiveLock, rawClient } from './zk-naive.js';
 
@@ -21,10 +23,13 @@ const TENURE = 'tenure InterProcessMutex';
 const NAIVE = 'naive getChildren-watch lock';
 /** Not a lock: the two writes every ZooKeeper lock cycle needs (its node's create and delete), back to back on a raw client. */
 const FLOOR = 'floor: create + delete only (raw client, no lock)';
+/** The contended floor: the fewest requests a fair queue lock sends per grant, on raw clients (see queueFloorContender). */
+const QUEUE_FLOOR = 'floor: fair queue, 4 requests per grant (raw clients, no lease)';
 
 /** `calls`: every call the loop made, its untimed warm-up included (absent: the peer counts only the timed ones). */
 type Solo = { opsPerSec: number; p50Ms: number; p99Ms: number; count: number; calls?: number };
-type Ten = { opsPerSec: number; p50Ms: number; p99Ms: number; min: number; max: number; wakeUpsPerGrant?: number };
+/** `clientCpuUsPerGrant`: this process's CPU per grant (the contenders driven from here; for Curator, its JVM's). */
+type Ten = { opsPerSec: number; p50Ms: number; p99Ms: number; min: number; max: number; wakeUpsPerGrant?: number; clientCpuUsPerGrant?: number };
 type Hand = { p50Ms: number; p99Ms: number; count: number };
 
 /** One implementation's three measurements on `path`. */
@@ -69,6 +74,51 @@ async function naiveContender(conn: string, path: string): Promise<Contender> {
   };
 }
 
+/**
+ * The floor under contention: a fair queue lock reduced to the requests every such lock sends per
+ * grant — its node's create with the listing right behind it (one write), an `exists` watch on the
+ * predecessor, the delete — and no client work beyond them: no own-node watch, no lease, no
+ * fence, no timeouts, no retries. The waiter right behind the holder is granted on its
+ * deletion without listing again (as tenure's is); one further back lists again. Not a safe
+ * lock (nothing survives a connection loss): the ceiling the lock rows are read against.
+ */
+async function queueFloorContender(conn: string, path: string): Promise<Contender> {
+  const c = await rawClient(conn, path);
+  let wakeUps = 0;
+  const list = (): Promise<string[]> => new Promise((resolve, reject) => c.getChildren(path, (e, ch) => (e ? reject(e) : resolve(ch))));
+  /** Resolves when `node` is gone (at once if it is). */
+  const gone = (node: string): Promise<void> =>
+    new Promise((resolve, reject) =>
+      c.exists(
+        node,
+        () => {
+          wakeUps++;
+          resolve();
+        },
+        (e, stat) => (e ? reject(e) : !stat && resolve()),
+      ),
+    );
+  return {
+    acquire: async () => {
+      const created = new Promise<string>((resolve, reject) => c.create(`${path}/lock-`, Buffer.alloc(0), zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL, (e, p) => (e ? reject(e) : resolve(p))));
+      let listing = list(); // sent right behind the create: it holds the new node
+      const node = await created;
+      const mine = node.slice(path.length + 1);
+      for (;;) {
+        const sorted = (await listing).sort();
+        const at = sorted.indexOf(mine);
+        if (at === 0) break;
+        await gone(`${path}/${sorted[at - 1]!}`);
+        if (at === 1) break; // it was the holder: nobody else is ahead
+        listing = list();
+      }
+      return () => new Promise<void>((resolve, reject) => c.remove(node, -1, (e) => (e ? reject(e) : resolve())));
+    },
+    wakeUps: () => wakeUps,
+    close: async () => c.close(),
+  };
+}
+
 /** The measurements for a lock driven from this process. */
 function nodeImpl(conn: string, make: (conn: string, path: string) => Promise<Contender>): Impl {
   return {
@@ -84,6 +134,7 @@ function nodeImpl(conn: string, make: (conn: string, path: string) => Promise<Co
       const waits: number[] = [];
       const per = cs.map(() => 0);
       const wake0 = cs.reduce((n, c) => n + c.wakeUps(), 0);
+      const cpu0 = process.cpuUsage();
       const start = performance.now();
       const end = start + durationMs;
       await Promise.all(
@@ -98,9 +149,10 @@ function nodeImpl(conn: string, make: (conn: string, path: string) => Promise<Co
         }),
       );
       const secs = (performance.now() - start) / 1000;
+      const cpu = process.cpuUsage(cpu0);
       const wakeUps = cs.reduce((n, c) => n + c.wakeUps(), 0) - wake0;
       await Promise.all(cs.map((c) => c.close()));
-      return { opsPerSec: waits.length / secs, p50Ms: percentile(waits, 50), p99Ms: percentile(waits, 99), min: Math.min(...per), max: Math.max(...per), wakeUpsPerGrant: wakeUps / waits.length };
+      return { opsPerSec: waits.length / secs, p50Ms: percentile(waits, 50), p99Ms: percentile(waits, 99), min: Math.min(...per), max: Math.max(...per), wakeUpsPerGrant: wakeUps / waits.length, clientCpuUsPerGrant: (cpu.user + cpu.system) / waits.length };
     },
     async handoff(path, durationMs) {
       const [a, b] = await Promise.all([make(conn, path), make(conn, path)]);
@@ -167,17 +219,28 @@ async function mutexRows(zk: ZooKeeperServer, peer: CuratorPeer, durationMs: num
     const requests = (await packetsReceived(zk)) - before - 1; // minus the mntr itself
     return { ...r, requestsPerCycle: requests / (r.calls ?? r.count) };
   }, (r) => r.opsPerSec);
-  const ten = await interleaved(names, (impl) => impls.get(impl)!.contended(`/bench/${slug(impl)}/c`, durationMs), (r) => r.opsPerSec);
+  const queueFloor = nodeImpl(conn, queueFloorContender);
+  const ten = await interleaved([...names, QUEUE_FLOOR], async (impl) => {
+    // The server's CPU over the round, per grant: on 2 cores the server and the clients share the
+    // machine, so what each spends per grant bounds the rate.
+    // Curator's contenders are its JVM's threads: their CPU is that process's over the round.
+    const before = processCpuUs(zk.pid!);
+    const jvm = impl === CURATOR ? processCpuUs(peer.pid) : 0;
+    const r = await (impl === QUEUE_FLOOR ? queueFloor : impls.get(impl)!).contended(`/bench/${slug(impl)}/c`, durationMs);
+    const grants = (r.opsPerSec * durationMs) / 1000;
+    return { ...r, serverCpuUsPerGrant: (processCpuUs(zk.pid!) - before) / grants, clientCpuUsPerGrant: impl === CURATOR ? (processCpuUs(peer.pid) - jvm) / grants : r.clientCpuUsPerGrant };
+  }, (r) => r.opsPerSec);
   const hand = await interleaved(names, (impl) => impls.get(impl)!.handoff(`/bench/${slug(impl)}/h`, durationMs), (r) => r.p50Ms);
   const rows: BenchRow[] = [];
   for (const impl of [...names, FLOOR]) {
     const s = solo.get(impl)!;
     rows.push({ group: GROUP, scenario: 'uncontended acquire+release', impl, opsPerSec: s.median.opsPerSec, opsPerRound: s.all.map((a) => a.opsPerSec), p50Ms: s.median.p50Ms, p99Ms: s.median.p99Ms, notes: notes(`${s.median.requestsPerCycle.toFixed(2)} ZooKeeper requests per cycle`, spread(s.keys, 'ops/s')) });
   }
-  for (const impl of names) {
+  for (const impl of [...names, QUEUE_FLOOR]) {
     const t = ten.get(impl)!;
     const w = t.median.wakeUpsPerGrant;
-    rows.push({ group: GROUP, scenario: '10 contenders, 10 sessions (wait)', impl, opsPerSec: t.median.opsPerSec, p50Ms: t.median.p50Ms, p99Ms: t.median.p99Ms, notes: notes(`fairness min/max ${t.median.min}/${t.median.max}`, w !== undefined && `watch wake-ups per grant ${w.toFixed(2)}`, impl === CURATOR && '10 threads in one JVM', spread(t.keys, 'ops/s')) });
+    const clientCpu = t.all.map((a) => a.clientCpuUsPerGrant).filter((x) => x !== undefined);
+    rows.push({ group: GROUP, scenario: '10 contenders, 10 sessions (wait)', impl, opsPerSec: t.median.opsPerSec, opsPerRound: t.all.map((a) => a.opsPerSec), p50Ms: t.median.p50Ms, p99Ms: t.median.p99Ms, notes: notes(`fairness min/max ${t.median.min}/${t.median.max}`, w !== undefined && `watch wake-ups per grant ${w.toFixed(2)}`, impl === CURATOR && '10 threads in one JVM', cpuNote(t.all.map((a) => a.serverCpuUsPerGrant), 'server', 'grant'), clientCpu.length > 0 && cpuNote(clientCpu, 'client', 'grant'), spread(t.keys, 'ops/s')) });
   }
   for (const impl of names) {
     const h = hand.get(impl)!;

@@ -74,11 +74,15 @@ export class InterProcessLock extends LeaseEmitter implements AsyncDisposable {
     this.#guard.throwIfClosed();
     if (this.#busy || this.lease) throw new BusyError(`${this.#guard.what}: this lock object already waits or holds (one object is one participant)`);
     this.#busy = true;
-    const scope = waitScope(`${this.#guard.what}: ${tryOnly ? 'tryAcquire' : 'acquire'}`, { signal: this.#guard.join(o.signal), timeoutMs: o.timeoutMs });
+    // Without a timeout the scope would only copy the joined signal (one AbortController per
+    // acquire, a visible share of a contended grant's client work): the wait races that signal.
+    const joined = this.#guard.join(o.signal);
+    const scope = o.timeoutMs === undefined ? undefined : waitScope(`${this.#guard.what}: ${tryOnly ? 'tryAcquire' : 'acquire'}`, { signal: joined, timeoutMs: o.timeoutMs });
+    const signal = scope?.signal ?? joined;
     try {
       const data = Buffer.from(this.id);
       const queued = (p: string): void => void (this.#ourPath = p);
-      const held = tryOnly ? await this.#internals.acquire(this.#driver(), scope.signal, data, queued, true) : await this.#internals.acquire(this.#driver(), scope.signal, data, queued);
+      const held = tryOnly ? await this.#internals.acquire(this.#driver(), signal, data, queued, true) : await this.#internals.acquire(this.#driver(), signal, data, queued);
       if (!held) {
         this.#ourPath = undefined;
         return undefined;
@@ -89,9 +93,9 @@ export class InterProcessLock extends LeaseEmitter implements AsyncDisposable {
         this.#ourPath = undefined;
       });
       this.#held = ctl;
-      if (scope.signal.aborted) {
+      if (signal.aborted) {
         await this.#internals.giveBack(ctl); // won just as the caller gave up
-        throw scope.signal.reason;
+        throw signal.reason;
       }
       return this.announce(ctl.lease);
     } catch (e) {
@@ -99,7 +103,7 @@ export class InterProcessLock extends LeaseEmitter implements AsyncDisposable {
       throw e;
     } finally {
       this.#busy = false;
-      scope.dispose();
+      scope?.dispose();
     }
   }
 
