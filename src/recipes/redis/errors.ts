@@ -91,7 +91,7 @@ export async function bounded<T>(redis: RedisClient, call: Promise<T>, ms: numbe
     const endpoint = redisEndpoint(redis);
     throw await connectionFailure(toTenureError(e, what, endpoint), redis, what, endpoint);
   } finally {
+    // raceTimeout has handled the call's rejection (an unhandled one cannot surface later).
     if (!settled && late) call.then(late, () => undefined);
-    else call.catch(() => undefined);
   }
 }

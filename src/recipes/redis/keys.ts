@@ -25,6 +25,10 @@ export interface LockKeys {
   readonly alive: string;
   /** The queue's ticket counter. */
   readonly ticket: string;
+  /** ACQUIRE's keys, in its order (made once per lock, not per attempt). */
+  readonly acquireKeys: readonly string[];
+  /** RELEASE's keys, in its order. */
+  readonly releaseKeys: readonly string[];
 }
 
 /** A lock name: 1–200 characters, no control characters, no braces (used as hash tags). */
@@ -54,15 +58,23 @@ export function validatePrefix(field: string, prefix: unknown): string {
  * the prefix made every acquire fail with CROSSSLOT on a cluster).
  */
 export function lockKeys(prefix: string, name: string): LockKeys {
+  const lock = `${prefix}lock:{${name}}`;
+  const fence = `${prefix}fence:{${name}}`;
+  const boot = `${prefix}epoch:{${name}}`;
+  const queue = `${prefix}queue:{${name}}`;
+  const alive = `${prefix}alive:{${name}}`;
+  const ticket = `${prefix}ticket:{${name}}`;
   return {
-    lock: `${prefix}lock:{${name}}`,
-    fence: `${prefix}fence:{${name}}`,
-    boot: `${prefix}epoch:{${name}}`,
+    lock,
+    fence,
+    boot,
     released: `${prefix}released:{${name}}`,
     acquired: `${prefix}acquired:{${name}}`,
     lost: `${prefix}lost:{${name}}`,
-    queue: `${prefix}queue:{${name}}`,
-    alive: `${prefix}alive:{${name}}`,
-    ticket: `${prefix}ticket:{${name}}`,
+    queue,
+    alive,
+    ticket,
+    acquireKeys: [lock, fence, boot, queue, alive, ticket],
+    releaseKeys: [lock, queue, boot],
   };
 }

@@ -231,17 +231,9 @@ export class RedisLock extends LeaseEmitter implements AsyncDisposable {
   async #attempt(token: string, queue: boolean): Promise<Attempt> {
     const k = this.#keys;
     const sentAt = this.#clock.now();
-    const reply = (await runScript(this.#redis, ACQUIRE, [k.lock, k.fence, k.boot, k.queue, k.alive, k.ticket], [
-      token,
-      this.ttlMs,
-      this.#guardMs,
-      queue ? '1' : '0',
-      this.#waiterTtlMs,
-      this.id,
-      k.acquired,
-      k.lost,
-    ])) as [number, number];
-    const [status, value] = reply;
+    const reply = (await runScript(this.#redis, ACQUIRE, k.acquireKeys, [token, this.ttlMs, this.#guardMs, queue ? '1' : '0', this.#waiterTtlMs, this.id, k.acquired, k.lost])) as [number, number];
+    const status = reply[0];
+    const value = reply[1];
     if (status === -1) return { kind: 'guard', waitMs: value };
     if (status === 0) return { kind: 'held', pttlMs: value };
     return { kind: 'acquired', lease: this.#grant(token, BigInt(value), sentAt) };
@@ -250,7 +242,7 @@ export class RedisLock extends LeaseEmitter implements AsyncDisposable {
   #grant(token: string, fence: bigint, sentAt: number): Lease {
     const value = lockValue(token, fence, this.id);
     const release = async (): Promise<void> => {
-      await bounded(this.#redis, runScript(this.#redis, RELEASE, [this.#keys.lock, this.#keys.queue, this.#keys.boot], [value, this.#keys.released, String(fence)]), this.#callTimeoutMs, `redis lock '${this.name}': release`);
+      await bounded(this.#redis, runScript(this.#redis, RELEASE, this.#keys.releaseKeys, [value, this.#keys.released, String(fence)]), this.#callTimeoutMs, `redis lock '${this.name}': release`);
     };
     const watchdog = new RenewWatchdog({
       redis: this.#redis,

@@ -83,13 +83,17 @@ export class ReleaseListener {
    * to `wait`: a release that arrives while the attempt's reply is on its way is then not missed.
    */
   seen(token: string): string {
+    // Before the release channel is subscribed no message can arrive, and the first wait
+    // subscribes and tries again before it waits: every uncontended acquire ends here, with no
+    // per-token count to make and drop.
+    if (!this.#releases.subscribed) return '';
     if (!this.#addressed.has(token)) this.#addressed.set(token, 0);
     return `${this.#broadcasts}/${this.#addressed.get(token)}`;
   }
 
   /** Drops the per-token count once a wait is over. */
   forget(token: string): void {
-    this.#addressed.delete(token);
+    if (this.#addressed.size > 0) this.#addressed.delete(token);
   }
 
   /**

@@ -23,7 +23,7 @@ import type { RedisClient } from './client.js';
  * policy (the counter and the boot marker have no TTL and are never evicted by those).
  *
  * ## The delayed-restart guard and the failover guard (one epoch marker per name)
- * Each name has an epoch marker (a hash in the name's slot: `replid`, `since`). It records the
+ * Each name has an epoch marker (a hash in the name's slot: `replid`, `since`, `open`). It records the
  * replication history (`master_replid`) its dataset belongs to and when tenure may grant again.
  * A new epoch begins when the marker is missing or names another replication id:
  * - **missing**: the data was lost in a restart (or the server or name is new: the two cannot be
@@ -70,44 +70,57 @@ import type { RedisClient } from './client.js';
  * while the restart or failover guard holds.
  */
 export const ACQUIRE = `
-local t = redis.call('TIME')
-local nowUs = tonumber(t[1]) * 1000000 + tonumber(t[2])
+-- The server clock, read once and only where it is needed (a grant that opens an epoch, the
+-- guard's wait, a queued waiter's expiry): a grant in an open epoch reads no clock.
+local nowUs
+local function now()
+  if not nowUs then
+    local t = redis.call('TIME')
+    nowUs = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  end
+  return nowUs
+end
 -- The epoch check (see the module note), only where a grant is possible: a waiter's poll while
 -- the lock is held skips INFO. Returns how long the guard still holds, in ms (0: grant).
 local function guard()
   local repl = redis.call('INFO', 'replication')
-  local rid = string.match(repl, 'master_replid:(%w+)') or ''
-  local mark = redis.call('HMGET', KEYS[3], 'replid', 'since', 'released')
+  local _, e = string.find(repl, 'master_replid:', 1, true)
+  local rid = e and string.match(repl, '^%w+', e + 1) or ''
+  local mark = redis.call('HMGET', KEYS[3], 'replid', 'since', 'released', 'open')
   local since = tonumber(mark[2])
+  -- 'open': the longest guard this epoch has already been seen past. It stays past (time only
+  -- moves on), so a grant in an open epoch needs no clock.
+  if mark[1] == rid and since and (tonumber(mark[4]) or -1) >= tonumber(ARGV[3]) then return 0, mark[3] end
   if mark[1] ~= rid or not since then
     local promoted = string.match(repl, 'second_repl_offset:(-?%d+)') ~= '-1'
     if since or promoted then
       -- Promoted: leases of the old primary may live; guard from this first sight.
-      since = nowUs
+      since = now()
     else
       -- Lost (or new): no earlier than the server started. uptime_in_seconds is the difference
       -- of two whole-second clock readings, so the real uptime may be up to 1 s shorter.
       local up = tonumber(string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)')) or 0
-      since = nowUs - math.max(0, up - 1) * 1000000
+      since = now() - math.max(0, up - 1) * 1000000
     end
     redis.call('HSET', KEYS[3], 'replid', rid, 'since', string.format('%.0f', since))
-    redis.call('HDEL', KEYS[3], 'released')
+    redis.call('HDEL', KEYS[3], 'released', 'open')
     mark[3] = false
     local c = tonumber(redis.call('GET', KEYS[2]) or '0')
-    if c < nowUs then redis.call('INCRBY', KEYS[2], string.format('%.0f', nowUs - c)) end
+    if c < now() then redis.call('INCRBY', KEYS[2], string.format('%.0f', now() - c)) end
   end
-  local waitUs = since + tonumber(ARGV[3]) * 1000 - nowUs
-  return waitUs > 0 and math.ceil(waitUs / 1000) or 0, mark[3]
+  local waitUs = since + tonumber(ARGV[3]) * 1000 - now()
+  if waitUs > 0 then return math.ceil(waitUs / 1000), mark[3] end
+  redis.call('HSET', KEYS[3], 'open', ARGV[3])
+  return 0, mark[3]
 end
 local me = ARGV[1]
-local nowMs = math.floor(nowUs / 1000)
 local head = nil
 -- Free with nobody queued (every uncontended acquire): one EXISTS answers both questions.
 local free = redis.call('EXISTS', KEYS[1], KEYS[4]) == 0
 if not free then
   head = redis.call('ZRANGE', KEYS[4], 0, 0)[1]
   if head ~= nil then
-    local gone = redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', string.format('%.0f', nowMs))
+    local gone = redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', string.format('%.0f', math.floor(now() / 1000)))
     for _, w in ipairs(gone) do
       redis.call('ZREM', KEYS[4], w)
       redis.call('ZREM', KEYS[5], w)
@@ -129,12 +142,13 @@ if free then
   if fence == 1 then
     -- The counter was missing: seed it with the clock (the epoch argument above), as if it had
     -- held nowUs before this INCR.
-    fence = redis.call('INCRBY', KEYS[2], string.format('%.0f', nowUs))
+    fence = redis.call('INCRBY', KEYS[2], string.format('%.0f', now()))
   end
   local value = me .. ':' .. string.format('%.0f', fence) .. ':' .. ARGV[6]
   redis.call('SET', KEYS[1], value, 'NX', 'PX', ARGV[2])
   redis.call('PUBLISH', ARGV[7], me)
-  if released ~= string.format('%.0f', fence - 1) then redis.call('PUBLISH', ARGV[8], me) end
+  -- Compared as numbers (fences stay below 2^53, exact in Lua's doubles), not formatted.
+  if tonumber(released) ~= fence - 1 then redis.call('PUBLISH', ARGV[8], me) end
   return {1, fence}
 end
 if ARGV[4] == '1' then
@@ -142,7 +156,7 @@ if ARGV[4] == '1' then
     redis.call('ZADD', KEYS[4], redis.call('INCR', KEYS[6]), me)
   end
   local wttl = tonumber(ARGV[5])
-  redis.call('ZADD', KEYS[5], string.format('%.0f', nowMs + wttl), me)
+  redis.call('ZADD', KEYS[5], string.format('%.0f', math.floor(now() / 1000) + wttl), me)
   for i = 4, 6 do redis.call('PEXPIRE', KEYS[i], 2 * wttl) end
 end
 return {0, redis.call('PTTL', KEYS[1])}
@@ -173,7 +187,9 @@ export const RELEASE = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
   redis.call('HSET', KEYS[3], 'released', ARGV[3])
-  redis.call('PUBLISH', ARGV[2], redis.call('ZRANGE', KEYS[2], 0, 0)[1] or '')
+  -- Nobody queued (every uncontended release): EXISTS answers for less than a ZRANGE.
+  local head = redis.call('EXISTS', KEYS[2]) == 1 and redis.call('ZRANGE', KEYS[2], 0, 0)[1] or ''
+  redis.call('PUBLISH', ARGV[2], head)
   return 1
 end
 return 0
@@ -195,12 +211,11 @@ function sha1(src: string): string {
  * after a restart emptied the script cache, or on a cluster node that has not seen it). Never
  * mutates the user's client.
  */
-export async function runScript(redis: RedisClient, src: string, keys: string[], args: (string | number | Buffer)[]): Promise<unknown> {
+export function runScript(redis: RedisClient, src: string, keys: readonly string[], args: (string | number | Buffer)[]): Promise<unknown> {
   const r = redis as Redis;
-  try {
-    return await r.evalsha(sha1(src), keys.length, ...keys, ...args);
-  } catch (e) {
+  // A promise chain, not an async function: one promise layer less on every lock cycle.
+  return r.evalsha(sha1(src), keys.length, ...keys, ...args).catch((e: unknown) => {
     if (e instanceof Error && e.message.startsWith('NOSCRIPT')) return r.eval(src, keys.length, ...keys, ...args);
     throw e;
-  }
+  });
 }
