@@ -215,27 +215,41 @@ export class LeaseController {
     return this.#releasing;
   }
 
-  /** `atStore`, or undefined once the lease's local deadline passes or its session is lost first. */
-  async #whileLive(atStore: Promise<void>): Promise<void> {
+  /**
+   * `atStore`, or undefined once the lease's local deadline passes or its session is lost first.
+   * One promise and at most one timer (this runs in every lock cycle).
+   */
+  #whileLive(atStore: Promise<void>): Promise<void> {
     const { deadline, parent } = this.#init;
-    let timer: NodeJS.Timeout | undefined;
-    let offGone: (() => void) | undefined;
-    const gone = new Promise<'gone'>((resolve) => {
+    return new Promise<void>((resolve, reject) => {
+      let timer: NodeJS.Timeout | undefined;
+      let offGone: (() => void) | undefined;
+      let settled = false;
+      const settle = (): boolean => {
+        if (settled) return false;
+        settled = true;
+        clearTimeout(timer);
+        offGone?.();
+        return true;
+      };
+      const gone = (): void => {
+        if (!settle()) return;
+        this.#inBackground(atStore, 'release did not reach the store before the lease ended; the store ends it at its TTL');
+        resolve();
+      };
       const check = (): void => {
         const left = deadline ? deadline() - this.#clock.now() : Infinity;
-        if (left <= 0) resolve('gone');
+        if (left <= 0) gone();
         else if (left !== Infinity) timer = setTimeout(check, Math.min(left, MAX_TIMER_MS));
       };
-      if (parent?.aborted) return resolve('gone');
-      if (parent) offGone = onAbort(parent, () => resolve('gone'));
+      if (parent?.aborted) return gone();
+      if (parent) offGone = onAbort(parent, gone);
       check();
+      atStore.then(
+        () => settle() && resolve(),
+        (e: unknown) => settle() && reject(e),
+      );
     });
-    try {
-      if ((await Promise.race([atStore, gone])) === 'gone') this.#inBackground(atStore, 'release did not reach the store before the lease ended; the store ends it at its TTL');
-    } finally {
-      clearTimeout(timer);
-      offGone?.();
-    }
   }
 
   #inBackground(atStore: Promise<void>, message: string): void {

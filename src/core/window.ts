@@ -23,33 +23,48 @@ class Slots {
   }
 
   /** Runs `fn` once a slot is free (rejects with `signal.reason` if it aborts first). */
-  async run<T>(signal: AbortSignal, fn: () => Promise<T>): Promise<T> {
-    signal.throwIfAborted();
-    if (this.#free > 0) this.#free--;
-    else {
-      await new Promise<void>((resolve, reject) => {
-        const entry = {
-          go: () => {
-            signal.removeEventListener('abort', entry.onAbort);
-            resolve();
-          },
-          signal,
-          onAbort: () => {
-            const i = this.#waiting.indexOf(entry);
-            if (i >= 0) this.#waiting.splice(i, 1);
-            reject(signal.reason ?? new ClosedError('join'));
-          },
-        };
-        this.#waiting.push(entry);
-        signal.addEventListener('abort', entry.onAbort, { once: true });
-      });
+  run<T>(signal: AbortSignal, fn: () => Promise<T>): Promise<T> {
+    if (signal.aborted) return Promise.reject(signal.reason as Error);
+    if (this.#free === 0) return this.#queued(signal, fn);
+    // A free slot (every uncontended acquire): no await before `fn`, one promise layer.
+    this.#free--;
+    let p: Promise<T>;
+    try {
+      p = fn();
+    } catch (e) {
+      this.#leave();
+      return Promise.reject(e as Error);
     }
+    return p.finally(this.#leave);
+  }
+
+  readonly #leave = (): void => {
+    const next = this.#waiting.shift();
+    if (next) next.go();
+    else this.#free++;
+  };
+
+  async #queued<T>(signal: AbortSignal, fn: () => Promise<T>): Promise<T> {
+    await new Promise<void>((resolve, reject) => {
+      const entry = {
+        go: () => {
+          signal.removeEventListener('abort', entry.onAbort);
+          resolve();
+        },
+        signal,
+        onAbort: () => {
+          const i = this.#waiting.indexOf(entry);
+          if (i >= 0) this.#waiting.splice(i, 1);
+          reject(signal.reason ?? new ClosedError('join'));
+        },
+      };
+      this.#waiting.push(entry);
+      signal.addEventListener('abort', entry.onAbort, { once: true });
+    });
     try {
       return await fn();
     } finally {
-      const next = this.#waiting.shift();
-      if (next) next.go();
-      else this.#free++;
+      this.#leave();
     }
   }
 }

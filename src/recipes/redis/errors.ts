@@ -79,19 +79,14 @@ async function connectionFailure(err: unknown, redis: RedisClient, what: string,
  * still run later, when the connection comes back: `late` gets its result so the caller can undo
  * it), with `signal.reason` when `signal` aborts, and with a tenure error when it fails.
  */
-export async function bounded<T>(redis: RedisClient, call: Promise<T>, ms: number, what: string, signal?: AbortSignal, late?: (value: T) => void): Promise<T> {
-  let settled = false;
+export function bounded<T>(redis: RedisClient, call: Promise<T>, ms: number, what: string, signal?: AbortSignal, late?: (value: T) => void): Promise<T> {
   watchConnection(redis);
-  try {
-    const v = await raceTimeout(call, ms, () => new StoreUnavailableError('redis', redisEndpoint(redis), `${what}: no answer within ${ms} ms`), signal);
-    settled = true;
-    return v;
-  } catch (e) {
+  // A promise chain, not an async function: this runs twice in every lock cycle. raceTimeout
+  // handles the call's own rejection, so none can surface later unhandled.
+  return raceTimeout(call, ms, () => new StoreUnavailableError('redis', redisEndpoint(redis), `${what}: no answer within ${ms} ms`), signal).catch(async (e: unknown) => {
+    if (late) call.then(late, () => undefined); // it may still be granted: the caller undoes it
     if (isAbortReason(e, signal)) throw e; // the caller's own reason, exactly (an Error reason is no store failure)
     const endpoint = redisEndpoint(redis);
     throw await connectionFailure(toTenureError(e, what, endpoint), redis, what, endpoint);
-  } finally {
-    // raceTimeout has handled the call's rejection (an unhandled one cannot surface later).
-    if (!settled && late) call.then(late, () => undefined);
-  }
+  });
 }
