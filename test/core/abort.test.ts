@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { onAbort, raceSignal, sleep, sleepQuietly, waitScope, whenAborted } from '../../src/core/abort.js';
+import { onAbort, raceSignal, raceTimeout, sleep, sleepQuietly, waitScope, whenAborted } from '../../src/core/abort.js';
 import { inWindow, JOINS_IN_FLIGHT } from '../../src/core/window.js';
 import { AcquireTimeoutError, ConfigError } from '../../src/core/errors.js';
 
@@ -61,6 +61,40 @@ describe('abort helpers', () => {
     expect(() => waitScope('x', { timeoutMs: -1 })).toThrow(ConfigError);
     expect(() => waitScope('x', { signal: {} as AbortSignal })).toThrow(ConfigError);
   });
+  it('raceTimeout: bounds of one length fire in order and never early, settled ones never, and an idle bound keeps no timer referenced', async () => {
+    const never = new Promise<never>(() => undefined);
+    const fired: number[] = [];
+    const t0 = performance.now();
+    const bounds = [0, 1, 2, 3].map((i) =>
+      raceTimeout(i === 1 ? Promise.resolve('answered') : never, 150, () => new Error(`bound ${i}`)).then(
+        (v) => v,
+        (e: Error) => {
+          fired.push(i);
+          expect(performance.now() - t0).toBeGreaterThanOrEqual(150);
+          return e.message;
+        },
+      ),
+    );
+    const abort = new AbortController();
+    const aborted = raceTimeout(never, 150, () => new Error('bound')).catch((e: unknown) => e);
+    const stopped = raceTimeout(never, 150, () => new Error('not this'), abort.signal).catch((e: unknown) => e);
+    abort.abort(new Error('reason'));
+    expect(await Promise.all(bounds)).toEqual(['bound 0', 'answered', 'bound 2', 'bound 3']);
+    expect(fired).toEqual([0, 2, 3]);
+    expect(((await aborted) as Error).message).toBe('bound');
+    expect(((await stopped) as Error).message).toBe('reason');
+    // Settled before its bound: the shared timer stays armed but no longer holds the process.
+    const timersBefore = process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    await raceTimeout(Promise.resolve(1), 60_000, () => new Error('x'));
+    expect(process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length).toBe(timersBefore);
+    let answer!: (v: number) => void;
+    const pending = raceTimeout(new Promise<number>((r) => (answer = r)), 60_000, () => new Error('x'));
+    expect(process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length).toBe(timersBefore + 1);
+    answer(2);
+    expect(await pending).toBe(2);
+    expect(process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length).toBe(timersBefore);
+  });
+
   it('onAbort: thousands of subscribers on one signal through one listener, each called once; an unsubscribed one not at all', () => {
     const c = new AbortController();
     let added = 0;
