@@ -15,6 +15,8 @@ import { zkLatch, zkMutex, zkSession } from '../test/peers/tenure.js';
 import { cpuNote, interleaved, notes, percentile, processCpuUs, spread, timeLoop, type BenchCase, type BenchRow } from './harness.js';
 import zookeeper from 'node-zookeeper-client';
 import { NaiveLock, rawClient } from './zk-naive.js';
+import { randomUUID } from 'node:crypto';
+import { oneWrite } from '../src/recipes/zk/ops.js';
 
 const GROUP = 'zk mutex';
 const SESSION_MS = 10_000;
@@ -25,6 +27,8 @@ const NAIVE = 'naive getChildren-watch lock';
 const FLOOR = 'floor: create + delete only (raw client, no lock)';
 /** The contended floor: the fewest requests a fair queue lock sends per grant, on raw clients (see queueFloorContender). */
 const QUEUE_FLOOR = 'floor: fair queue, 4 requests per grant (raw clients, no lease)';
+/** The contended floor with what tenure's guarantees send (see queueFloorContender's `guarded`). */
+const GUARDED_FLOOR = 'floor: fair queue + protected name, id, own-node watch (raw clients, no lease)';
 
 /** `calls`: every call the loop made, its untimed warm-up included (absent: the peer counts only the timed ones). */
 type Solo = { opsPerSec: number; p50Ms: number; p99Ms: number; count: number; calls?: number };
@@ -77,12 +81,18 @@ async function naiveContender(conn: string, path: string): Promise<Contender> {
 /**
  * The floor under contention: a fair queue lock reduced to the requests every such lock sends per
  * grant — its node's create with the listing right behind it (one write), an `exists` watch on the
- * predecessor, the delete — and no client work beyond them: no own-node watch, no lease, no
- * fence, no timeouts, no retries. The waiter right behind the holder is granted on its
- * deletion without listing again (as tenure's is); one further back lists again. Not a safe
- * lock (nothing survives a connection loss): the ceiling the lock rows are read against.
+ * predecessor, the delete — and no client work beyond them: no lease, no fence, no timeouts, no
+ * retries. The waiter right behind the holder is granted on its deletion without listing again
+ * (as tenure's is); one further back lists again. Not a safe lock (nothing survives a connection
+ * loss): the ceiling the lock rows are read against.
+ *
+ * `guarded`: the same floor with what tenure's guarantees put on the wire — a protected node name
+ * (`_c_<uuid>-lock-`, found again after a connection loss), the participant's id as its data, and
+ * the own-node `exists` watch (a holder hears its node deleted from outside as fast as its
+ * successor): sent with the predecessor watch in one write by a waiter, on its listing's verdict
+ * by a holder. The ceiling for a lock that keeps those guarantees.
  */
-async function queueFloorContender(conn: string, path: string): Promise<Contender> {
+async function queueFloorContender(conn: string, path: string, guarded = false): Promise<Contender> {
   const c = await rawClient(conn, path);
   let wakeUps = 0;
   const list = (): Promise<string[]> => new Promise((resolve, reject) => c.getChildren(path, (e, ch) => (e ? reject(e) : resolve(ch))));
@@ -98,20 +108,38 @@ async function queueFloorContender(conn: string, path: string): Promise<Contende
         (e, stat) => (e ? reject(e) : !stat && resolve()),
       ),
     );
+  const id = Buffer.from(randomUUID());
+  /** Names in queue order: by the 10-digit sequence every name ends with. */
+  const bySequence = (a: string, b: string): number => (a.slice(-10) < b.slice(-10) ? -1 : 1);
   return {
     acquire: async () => {
-      const created = new Promise<string>((resolve, reject) => c.create(`${path}/lock-`, Buffer.alloc(0), zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL, (e, p) => (e ? reject(e) : resolve(p))));
-      let listing = list(); // sent right behind the create: it holds the new node
+      const name = guarded ? `${path}/_c_${randomUUID()}-lock-` : `${path}/lock-`;
+      let listing!: Promise<string[]>;
+      const created = oneWrite(c, () => {
+        const create = new Promise<string>((resolve, reject) => c.create(name, guarded ? id : Buffer.alloc(0), zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL, (e, p) => (e ? reject(e) : resolve(p))));
+        listing = list(); // sent right behind the create: it holds the new node
+        return create;
+      });
       const node = await created;
       const mine = node.slice(path.length + 1);
+      let watchingOwn = !guarded;
+      const watchOwn = (): void => {
+        if (watchingOwn) return;
+        watchingOwn = true;
+        c.exists(node, () => undefined, () => undefined);
+      };
       for (;;) {
-        const sorted = (await listing).sort();
+        const sorted = (await listing).sort(bySequence);
         const at = sorted.indexOf(mine);
         if (at === 0) break;
-        await gone(`${path}/${sorted[at - 1]!}`);
+        await oneWrite(c, () => {
+          watchOwn();
+          return gone(`${path}/${sorted[at - 1]!}`);
+        });
         if (at === 1) break; // it was the holder: nobody else is ahead
         listing = list();
       }
+      watchOwn();
       return () => new Promise<void>((resolve, reject) => c.remove(node, -1, (e) => (e ? reject(e) : resolve())));
     },
     wakeUps: () => wakeUps,
@@ -209,7 +237,7 @@ async function mutexRows(zk: ZooKeeperServer, peer: CuratorPeer, durationMs: num
     [NAIVE, nodeImpl(conn, naiveContender)],
   ]);
   const names = [...impls.keys()];
-  const slug = (impl: string): string => impl.split(' ')[0]!.replace(/\W/g, '').toLowerCase();
+  const slug = (impl: string): string => impl.replace(/\W+/g, '').toLowerCase().slice(0, 48);
   const uncontended = (impl: string, path: string, ms: number): Promise<Solo> => (impl === FLOOR ? floorLoop(conn, path, ms) : impls.get(impl)!.uncontended(path, ms));
   // Warm every implementation (JIT on both sides, parent nodes) before anything is measured.
   for (const impl of [...names, FLOOR]) await uncontended(impl, `/bench/${slug(impl)}/u`, Math.min(1000, durationMs));
@@ -219,14 +247,17 @@ async function mutexRows(zk: ZooKeeperServer, peer: CuratorPeer, durationMs: num
     const requests = (await packetsReceived(zk)) - before - 1; // minus the mntr itself
     return { ...r, requestsPerCycle: requests / (r.calls ?? r.count) };
   }, (r) => r.opsPerSec);
-  const queueFloor = nodeImpl(conn, queueFloorContender);
-  const ten = await interleaved([...names, QUEUE_FLOOR], async (impl) => {
+  const floors = new Map<string, Impl>([
+    [QUEUE_FLOOR, nodeImpl(conn, (c, p) => queueFloorContender(c, p))],
+    [GUARDED_FLOOR, nodeImpl(conn, (c, p) => queueFloorContender(c, p, true))],
+  ]);
+  const ten = await interleaved([...names, ...floors.keys()], async (impl) => {
     // The server's CPU over the round, per grant: on 2 cores the server and the clients share the
     // machine, so what each spends per grant bounds the rate.
     // Curator's contenders are its JVM's threads: their CPU is that process's over the round.
     const before = processCpuUs(zk.pid!);
     const jvm = impl === CURATOR ? processCpuUs(peer.pid) : 0;
-    const r = await (impl === QUEUE_FLOOR ? queueFloor : impls.get(impl)!).contended(`/bench/${slug(impl)}/c`, durationMs);
+    const r = await (floors.get(impl) ?? impls.get(impl)!).contended(`/bench/${slug(impl)}/c`, durationMs);
     const grants = (r.opsPerSec * durationMs) / 1000;
     return { ...r, serverCpuUsPerGrant: (processCpuUs(zk.pid!) - before) / grants, clientCpuUsPerGrant: impl === CURATOR ? (processCpuUs(peer.pid) - jvm) / grants : r.clientCpuUsPerGrant };
   }, (r) => r.opsPerSec);
@@ -236,7 +267,7 @@ async function mutexRows(zk: ZooKeeperServer, peer: CuratorPeer, durationMs: num
     const s = solo.get(impl)!;
     rows.push({ group: GROUP, scenario: 'uncontended acquire+release', impl, opsPerSec: s.median.opsPerSec, opsPerRound: s.all.map((a) => a.opsPerSec), p50Ms: s.median.p50Ms, p99Ms: s.median.p99Ms, notes: notes(`${s.median.requestsPerCycle.toFixed(2)} ZooKeeper requests per cycle`, spread(s.keys, 'ops/s')) });
   }
-  for (const impl of [...names, QUEUE_FLOOR]) {
+  for (const impl of [...names, QUEUE_FLOOR, GUARDED_FLOOR]) {
     const t = ten.get(impl)!;
     const w = t.median.wakeUpsPerGrant;
     const clientCpu = t.all.map((a) => a.clientCpuUsPerGrant).filter((x) => x !== undefined);

@@ -265,8 +265,11 @@ class BoundQueue {
 /** The queue of each bound length in use (dropped once idle for a whole bound). */
 const boundQueues = new Map<number, BoundQueue>();
 
-/** Calls `fire` after `ms` unless the returned function cancels it first (see {@link BoundQueue}). */
-function afterMs(ms: number, fire: () => void): () => void {
+/**
+ * Calls `fire` after `ms` unless the returned function cancels it first: for bounds set often
+ * with one length (a call's timeout), which share one Node timer (see {@link BoundQueue}).
+ */
+export function afterMs(ms: number, fire: () => void): () => void {
   let q = boundQueues.get(ms);
   if (!q) boundQueues.set(ms, (q = new BoundQueue(ms)));
   const queue = q;

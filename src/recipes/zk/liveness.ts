@@ -1,5 +1,6 @@
 import type { Clock } from '../../core/clock.js';
 import { LocalDeadline } from '../../core/deadline.js';
+import { afterMs } from '../../core/abort.js';
 
 export interface LivenessHooks {
   /** Sends a request the server must answer (the heartbeat). */
@@ -104,8 +105,13 @@ export class Liveness {
    */
   watchRequest(failFast: boolean, onTimeout: () => void): () => void {
     const sentAt = this.clock.now();
-    let timer: NodeJS.Timeout | undefined;
-    const arm = (ms: number): void => void (timer = setTimeout(check, Math.max(1, ms)));
+    // The first bound is the same length for every request: one Node timer shares them all (five
+    // requests per contended grant); a re-arm for the rest of a bound is rare and has its own.
+    let cancel = afterMs(this.callTimeout, () => check());
+    const arm = (ms: number): void => {
+      const timer = setTimeout(check, Math.max(1, ms));
+      cancel = () => clearTimeout(timer);
+    };
     const check = (): void => {
       const hooks = this.#hooks;
       if (!hooks?.connected()) return failFast ? onTimeout() : arm(this.callTimeout);
@@ -114,8 +120,7 @@ export class Liveness {
       this.#silent(hooks, waited, 'request');
       onTimeout();
     };
-    arm(this.callTimeout);
-    return () => clearTimeout(timer);
+    return () => cancel();
   }
 
   #silent(hooks: LivenessHooks, silentMs: number, noticedBy: 'heartbeat' | 'request'): void {
