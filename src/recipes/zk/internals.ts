@@ -134,7 +134,8 @@ export class LockInternals {
     const session = this.session;
     for (;;) {
       signal.throwIfAborted();
-      await reconnected(session, undefined, signal, tryOnly, 'a wait');
+      // (connected: nothing to wait for; `conn()` throws for a closed session as the wait would)
+      if (!session.connected) await reconnected(session, undefined, signal, tryOnly, 'a wait');
       const conn = session.conn();
       let path: string | undefined;
       const alone = this.#alone;

@@ -39,6 +39,8 @@ export class InterProcessLock extends LeaseEmitter implements AsyncDisposable {
   #held: LeaseController | undefined;
   #busy = false;
   #ourPath: string | undefined;
+  /** The node data: the id (read, never changed, by each create). */
+  readonly #data: Buffer;
 
   /** @internal */
   constructor(session: ZkSession, path: string, driver: () => LockDriver, what: string, id: string, acl?: ClientAcl[]) {
@@ -46,6 +48,7 @@ export class InterProcessLock extends LeaseEmitter implements AsyncDisposable {
     this.#session = requireSession(session);
     this.path = validatePath('path', path);
     this.id = id;
+    this.#data = Buffer.from(id);
     this.#internals = new LockInternals(this.#session, this.path, acl ?? this.#session.acl);
     this.#driver = driver;
     this.#guard = new CloseGuard(`${what} ${this.path}`);
@@ -80,7 +83,7 @@ export class InterProcessLock extends LeaseEmitter implements AsyncDisposable {
     const scope = o.timeoutMs === undefined ? undefined : waitScope(`${this.#guard.what}: ${tryOnly ? 'tryAcquire' : 'acquire'}`, { signal: joined, timeoutMs: o.timeoutMs });
     const signal = scope?.signal ?? joined;
     try {
-      const data = Buffer.from(this.id);
+      const data = this.#data;
       const queued = (p: string): void => void (this.#ourPath = p);
       const held = tryOnly ? await this.#internals.acquire(this.#driver(), signal, data, queued, true) : await this.#internals.acquire(this.#driver(), signal, data, queued);
       if (!held) {

@@ -309,13 +309,14 @@ export async function waitForDeletion(session: ZkSession, conn: ZkConn, path: st
     };
     // The client registers the watcher when the reply arrives: an exists still in flight when the
     // wait is abandoned would register it after the drop below, so drop it again once it settles.
-    let inFlight: Promise<unknown> = Promise.resolve();
+    let inFlight: Promise<unknown> | undefined;
     try {
       const stat = await retrying(session, conn, signal, () => {
         const call = zkExists(conn.client, path, watcher);
         inFlight = call.catch(() => undefined);
         return call;
       });
+      inFlight = undefined; // answered: its watcher is registered already
       if (stat === null) return;
       if (await raceSignals(gone, signal, conn.signal)) return;
       // A data change also fires the watch: look again.
@@ -323,7 +324,7 @@ export async function waitForDeletion(session: ZkSession, conn: ZkConn, path: st
       if (still === null) return;
     } finally {
       dropWatcher(conn.client, path, watcher);
-      void inFlight.then(() => dropWatcher(conn.client, path, watcher));
+      void inFlight?.then(() => dropWatcher(conn.client, path, watcher));
     }
   }
 }

@@ -22,37 +22,58 @@ export type Watcher = (event: unknown) => void;
 
 type Acls = InstanceType<typeof zookeeper.ACL>[];
 
-/** Creates an ephemeral sequential node with `acls` (open to everyone without). */
-/** The slice of node-zookeeper-client's protocol module (lib/jute, untyped) that a create needs. */
+/** The slice of node-zookeeper-client's protocol module (lib/jute, untyped) that the hot requests need. */
 interface Jute {
-  OP_CODES: { CREATE: number };
-  protocol: { RequestHeader: new () => { type: number }; CreateRequest: new () => { path: string; data: Buffer; acl: unknown[]; flags: number } };
+  OP_CODES: { CREATE: number; DELETE: number; EXISTS: number; GET_CHILDREN2: number };
+  protocol: {
+    RequestHeader: new () => { type: number };
+    CreateRequest: new () => { path: string; data: Buffer; acl: unknown[]; flags: number };
+    DeleteRequest: new () => { path: string; version: number };
+    ExistsRequest: new () => { path: string; watch: boolean };
+    GetChildren2Request: new () => { path: string; watch: boolean };
+  };
   Request: new (header: unknown, payload: unknown) => unknown;
 }
-type Queue = (request: unknown, cb: (e: Error | null, response: { header: { zxid: Buffer }; payload: { path: string } | null }) => void) => void;
+type Reply<P> = { header: { zxid: Buffer; err: number }; payload: P | null };
+interface Manager {
+  queue(request: unknown, cb: (e: Error | null, reply: Reply<unknown>) => void): void;
+  registerDataWatcher(path: string, watcher: Watcher): void;
+  registerExistenceWatcher(path: string, watcher: Watcher): void;
+  registerChildWatcher(path: string, watcher: Watcher): void;
+}
 
 /**
- * Creates an ephemeral sequential node; resolves with its path and its czxid. The reply to a
- * write carries, in its header, the zxid the server stamped it with: the server applies writes
- * one at a time and answers each with the last applied zxid, its own, which for a create is the
- * node's czxid. That saves the `exists` a lock would otherwise send for its fence (Curator's
- * create is also one request). node-zookeeper-client has no create2 and drops the header, so
- * this queues the same CreateRequest its `create()` builds (with `retries: 0` that is all
- * `create()` does).
+ * Queues one request on the client's connection, as the client's own call would, minus its retry
+ * wrapper: with `retries: 0` that wrapper only calls through, yet it cost each request a loop of
+ * closures (async.whilst) and the path's validation again, on the lock cycle's every request.
+ * `payload` is one of jute's request records with its fields set; `type` its OP_CODES key.
+ */
+function send<P>(client: Client, type: keyof Jute['OP_CODES'], payload: unknown, cb: (manager: Manager, e: Error | null, reply: Reply<P>) => void): void {
+  const jute = zookeeperProtocol as Jute;
+  const header = new jute.protocol.RequestHeader();
+  header.type = jute.OP_CODES[type];
+  const manager = (client as unknown as { connectionManager: Manager }).connectionManager;
+  manager.queue(new jute.Request(header, payload), (e, reply) => cb(manager, e, reply as Reply<P>));
+}
+
+/**
+ * Creates an ephemeral sequential node with `acls` (open to everyone without); resolves with its
+ * path and its czxid. The reply to a write carries, in its header, the zxid the server stamped it
+ * with: the server applies writes one at a time and answers each with the last applied zxid, its
+ * own, which for a create is the node's czxid. That saves the `exists` a lock would otherwise
+ * send for its fence (Curator's create is also one request). node-zookeeper-client has no create2
+ * and its `create()` drops the header, so this queues the same CreateRequest itself.
  */
 export function zkCreateEphemeralSequential(client: Client, path: string, data: Buffer, acls?: Acls): Promise<{ path: string; czxid: bigint }> {
   const jute = zookeeperProtocol as Jute;
   const openAcl = (zookeeper.ACL as unknown as { OPEN_ACL_UNSAFE: Acls }).OPEN_ACL_UNSAFE;
-  const header = new jute.protocol.RequestHeader();
-  header.type = jute.OP_CODES.CREATE;
   const payload = new jute.protocol.CreateRequest();
   payload.path = path;
   payload.acl = (acls ?? openAcl).map((a) => (a as unknown as { toRecord(): unknown }).toRecord());
   payload.flags = zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL;
   payload.data = data;
-  const manager = (client as unknown as { connectionManager: { queue: Queue } }).connectionManager;
   return new Promise((resolve, reject) => {
-    manager.queue(new jute.Request(header, payload), (e, response) => (e ? reject(e) : resolve({ path: response.payload!.path, czxid: response.header.zxid.readBigInt64BE(0) })));
+    send<{ path: string }>(client, 'CREATE', payload, (_, e, reply) => (e ? reject(e) : resolve({ path: reply.payload!.path, czxid: reply.header.zxid.readBigInt64BE(0) })));
   });
 }
 
@@ -65,20 +86,38 @@ export function zkMkdirp(client: Client, path: string, acls?: Acls): Promise<voi
   });
 }
 
+/** `path`'s children; with a watcher, also watches them (the client's `getChildren`, sent with {@link send}). */
 export function zkGetChildren(client: Client, path: string, watcher?: Watcher): Promise<string[]> {
+  const payload = new (zookeeperProtocol as Jute).protocol.GetChildren2Request();
+  payload.path = path;
+  payload.watch = watcher !== undefined;
   return new Promise((resolve, reject) => {
-    const cb = (e: Error | null, children: string[]): void => (e ? reject(e) : resolve(children));
-    if (watcher) client.getChildren(path, watcher as never, cb as never);
-    else client.getChildren(path, cb as never);
+    send<{ children: string[] }>(client, 'GET_CHILDREN2', payload, (manager, e, reply) => {
+      if (e) return reject(e);
+      if (watcher) manager.registerChildWatcher(path, watcher);
+      resolve(reply.payload!.children);
+    });
   });
 }
 
-/** The node's Stat, or null when it does not exist. With a watcher, watches creation/deletion/change. */
+/**
+ * The node's Stat, or null when it does not exist. With a watcher, watches creation/deletion/change
+ * (the client's `exists`, sent with {@link send}: a watch on a node that exists is a data watch).
+ */
 export function zkExists(client: Client, path: string, watcher?: Watcher): Promise<Stat | null> {
+  const payload = new (zookeeperProtocol as Jute).protocol.ExistsRequest();
+  payload.path = path;
+  payload.watch = watcher !== undefined;
   return new Promise((resolve, reject) => {
-    const cb = (e: Error | null, stat: Stat): void => (e ? reject(e) : resolve(stat ?? null));
-    if (watcher) client.exists(path, watcher as never, cb as never);
-    else client.exists(path, cb as never);
+    send<{ stat: Stat }>(client, 'EXISTS', payload, (manager, e, reply) => {
+      if (e && !isNoNode(e)) return reject(e);
+      const exists = e === null;
+      if (watcher) {
+        if (exists) manager.registerDataWatcher(path, watcher);
+        else manager.registerExistenceWatcher(path, watcher);
+      }
+      resolve(exists ? reply.payload!.stat : null);
+    });
   });
 }
 
@@ -91,10 +130,13 @@ export function zkGetData(client: Client, path: string, watcher?: Watcher): Prom
   });
 }
 
-/** Deletes `path` (any version); a missing node is fine. */
+/** Deletes `path` (any version); a missing node is fine (the client's `remove`, sent with {@link send}). */
 export function zkRemove(client: Client, path: string): Promise<void> {
+  const payload = new (zookeeperProtocol as Jute).protocol.DeleteRequest();
+  payload.path = path;
+  payload.version = -1;
   return new Promise((resolve, reject) => {
-    client.remove(path, -1, (e) => (e && !isNoNode(e) ? reject(e) : resolve()));
+    send(client, 'DELETE', payload, (_, e) => (e && !isNoNode(e) ? reject(e) : resolve()));
   });
 }
 
