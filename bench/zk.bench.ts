@@ -2,8 +2,10 @@
  * ZooKeeper lock benchmarks: tenure's InterProcessMutex beside Apache Curator 5.4's (the same
  * recipe in Java, run by test/peers/CuratorPeer.java in its own JVM; its loops are timed inside
  * the JVM, so no IPC is measured), beside a naive getChildren-watch lock (bench/zk-naive.ts) and
- * beside two floors on raw clients (a cycle's two writes alone; a fair queue's four requests per
- * grant), on one ZooKeeper server, interleaved over rounds. Also: ZooKeeper requests per
+ * beside floors on raw clients (a cycle's two writes alone; a fair queue's four requests per
+ * grant; the same with what tenure's guarantees add on the wire), each floor sending its requests
+ * through tenure's own request functions (src/recipes/zk/ops.ts) with nothing around them, on one
+ * ZooKeeper server, interleaved over rounds. Also: ZooKeeper requests per
  * acquire+release (the server's packet counter), the server's and the clients' CPU per contended
  * grant, and LeaderLatch failover after SIGKILL.
  */
@@ -13,10 +15,10 @@ import type { ZkSession } from '../src/recipes/zk/index.js';
 import { CuratorPeer } from '../test/peers/curator.js';
 import { zkLatch, zkMutex, zkSession } from '../test/peers/tenure.js';
 import { cpuNote, interleaved, notes, percentile, processCpuUs, spread, timeLoop, type BenchCase, type BenchRow } from './harness.js';
-import zookeeper from 'node-zookeeper-client';
 import { NaiveLock, rawClient } from './zk-naive.js';
 import { randomUUID } from 'node:crypto';
-import { oneWrite } from '../src/recipes/zk/ops.js';
+import { oneWrite, zkCreateEphemeralSequential, zkExists, zkGetChildren, zkRemove } from '../src/recipes/zk/ops.js';
+import { loadZookeeper } from '../src/recipes/zk/peer.js';
 
 const GROUP = 'zk mutex';
 const SESSION_MS = 10_000;
@@ -93,20 +95,16 @@ async function naiveContender(conn: string, path: string): Promise<Contender> {
  * by a holder. The ceiling for a lock that keeps those guarantees.
  */
 async function queueFloorContender(conn: string, path: string, guarded = false): Promise<Contender> {
+  await loadZookeeper();
   const c = await rawClient(conn, path);
   let wakeUps = 0;
-  const list = (): Promise<string[]> => new Promise((resolve, reject) => c.getChildren(path, (e, ch) => (e ? reject(e) : resolve(ch))));
   /** Resolves when `node` is gone (at once if it is). */
   const gone = (node: string): Promise<void> =>
     new Promise((resolve, reject) =>
-      c.exists(
-        node,
-        () => {
-          wakeUps++;
-          resolve();
-        },
-        (e, stat) => (e ? reject(e) : !stat && resolve()),
-      ),
+      zkExists(c, node, () => {
+        wakeUps++;
+        resolve();
+      }).then((stat) => stat === null && resolve(), reject),
     );
   const id = Buffer.from(randomUUID());
   /** Names in queue order: by the 10-digit sequence every name ends with. */
@@ -116,17 +114,17 @@ async function queueFloorContender(conn: string, path: string, guarded = false):
       const name = guarded ? `${path}/_c_${randomUUID()}-lock-` : `${path}/lock-`;
       let listing!: Promise<string[]>;
       const created = oneWrite(c, () => {
-        const create = new Promise<string>((resolve, reject) => c.create(name, guarded ? id : Buffer.alloc(0), zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL, (e, p) => (e ? reject(e) : resolve(p))));
-        listing = list(); // sent right behind the create: it holds the new node
+        const create = zkCreateEphemeralSequential(c, name, guarded ? id : Buffer.alloc(0));
+        listing = zkGetChildren(c, path); // sent right behind the create: it holds the new node
         return create;
       });
-      const node = await created;
+      const node = (await created).path;
       const mine = node.slice(path.length + 1);
       let watchingOwn = !guarded;
       const watchOwn = (): void => {
         if (watchingOwn) return;
         watchingOwn = true;
-        c.exists(node, () => undefined, () => undefined);
+        void zkExists(c, node, () => undefined).catch(() => undefined);
       };
       for (;;) {
         const sorted = (await listing).sort(bySequence);
@@ -137,10 +135,10 @@ async function queueFloorContender(conn: string, path: string, guarded = false):
           return gone(`${path}/${sorted[at - 1]!}`);
         });
         if (at === 1) break; // it was the holder: nobody else is ahead
-        listing = list();
+        listing = zkGetChildren(c, path);
       }
       watchOwn();
-      return () => new Promise<void>((resolve, reject) => c.remove(node, -1, (e) => (e ? reject(e) : resolve())));
+      return () => zkRemove(c, node);
     },
     wakeUps: () => wakeUps,
     close: async () => c.close(),
@@ -213,11 +211,10 @@ function curatorImpl(peer: CuratorPeer): Impl {
 
 /** The floor: an ephemeral sequential create and its delete, nothing else, on one raw client. */
 async function floorLoop(conn: string, path: string, durationMs: number): Promise<Solo> {
+  await loadZookeeper();
   const c = await rawClient(conn, path);
   try {
-    const create = (): Promise<string> => new Promise((resolve, reject) => c.create(`${path}/n-`, Buffer.alloc(0), zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL, (e, p) => (e ? reject(e) : resolve(p))));
-    const remove = (p: string): Promise<void> => new Promise((resolve, reject) => c.remove(p, -1, (e) => (e ? reject(e) : resolve())));
-    return await timeLoop(async () => remove(await create()), durationMs);
+    return await timeLoop(async () => zkRemove(c, (await zkCreateEphemeralSequential(c, `${path}/n-`, Buffer.alloc(0))).path), durationMs);
   } finally {
     c.close();
   }
