@@ -116,13 +116,12 @@ export async function connectWithin(pool: Pool, ms: number, what: string, signal
  * tenure errors. (A `call` that fails after the timeout is no unhandled rejection: raceTimeout
  * handles it.)
  */
-export async function queryWithin<T>(call: Promise<T>, ms: number, what: string, endpoint: string | undefined, onTimeout?: () => void): Promise<T> {
-  try {
-    return await raceTimeout(call, ms, () => {
-      onTimeout?.();
-      return new StoreUnavailableError('postgres', endpoint, `${what}: no answer within ${ms} ms`);
-    });
-  } catch (e) {
+export function queryWithin<T>(call: Promise<T>, ms: number, what: string, endpoint: string | undefined, onTimeout?: () => void): Promise<T> {
+  // A promise chain, not an async function: this runs for every statement of a lock cycle.
+  return raceTimeout(call, ms, () => {
+    onTimeout?.();
+    return new StoreUnavailableError('postgres', endpoint, `${what}: no answer within ${ms} ms`);
+  }).catch((e: unknown) => {
     throw toTenureError(e, what, endpoint);
-  }
+  });
 }

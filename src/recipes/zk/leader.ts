@@ -1,7 +1,7 @@
 import type { LeaderInfo } from '../../core/candidate.js';
-import { sleep } from '../../core/abort.js';
+import { raceSignal, sleep } from '../../core/abort.js';
 import { Backoff } from '../../core/backoff.js';
-import { raceSignals, retrying } from './nodes.js';
+import { retrying } from './nodes.js';
 import { dropWatcher, isNoNode, zkExists, zkGetChildren, zkGetData } from './ops.js';
 import { joinPath, longToBigInt, sortBySequence } from './paths.js';
 import type { ZkSession } from './session.js';
@@ -103,7 +103,7 @@ export async function* observeLeader(session: ZkSession, base: string, queueName
         last = now;
         yield now;
       }
-      await raceSignals(changed, signal, c.signal);
+      await raceSignal(changed, signal, c.signal);
     } catch (e) {
       if (signal.aborted) throw signal.reason;
       if (session.closed) throw e;

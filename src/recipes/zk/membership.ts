@@ -1,5 +1,5 @@
 import type { Client, Stat } from 'node-zookeeper-client';
-import { sleep } from '../../core/abort.js';
+import { raceSignal, sleep } from '../../core/abort.js';
 import { Backoff } from '../../core/backoff.js';
 import { BusyError } from '../../core/errors.js';
 import { memberValue, parseMember, type Member } from '../../core/membership.js';
@@ -7,7 +7,7 @@ import { optionalWeight, StoreMembership, type MembershipDriver } from '../../co
 import { optionalId, requireOptions } from '../../core/validate.js';
 import { mapZkError, validateAcl, type ClientAcl } from './acl.js';
 import { requireSession } from './guard.js';
-import { awaitCleanup, deleteEventually, raceSignals, retrying, statOf } from './nodes.js';
+import { awaitCleanup, deleteEventually, retrying, statOf } from './nodes.js';
 import { dropWatcher, isNoNode, isNodeExists, zkExists, zkGetChildren, zkGetData, zkMkdirp } from './ops.js';
 import { zookeeper } from './peer.js';
 import { joinPath, validatePath } from './paths.js';
@@ -192,7 +192,7 @@ class ZkMembers implements MembershipDriver {
       }
       try {
         yield members ?? [];
-        await raceSignals(changed, signal, conn.signal).catch((e: unknown) => {
+        await raceSignal(changed, signal, conn.signal).catch((e: unknown) => {
           if (signal.aborted) throw e; // the session ended: read again on the next
         });
       } finally {

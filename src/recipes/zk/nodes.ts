@@ -1,5 +1,5 @@
 import type { Stat } from 'node-zookeeper-client';
-import { onAbort } from '../../core/abort.js';
+import { raceSignal } from '../../core/abort.js';
 import { inWindow } from '../../core/window.js';
 import { zookeeper } from './peer.js';
 import { AcquireTimeoutError, SessionExpiredError, StoreUnavailableError } from '../../core/errors.js';
@@ -24,33 +24,6 @@ import type { ZkConn, ZkSession } from './session.js';
 export const CLEANUP_GRACE_MS = 100;
 
 /**
- * Settles like `promise`, or rejects with the reason of whichever signal aborts first. Both are
- * heard through `onAbort` (a Set per signal), not a listener added and removed per call: every
- * request of a wait races the same two signals (the wait's and the session's, the latter shared
- * by every request in flight), and an EventTarget's add and remove cost more than the rest of
- * the race (10,000 latches on one session: each add and remove linear in 10,000 listeners).
- */
-export function raceSignals<T>(promise: Promise<T>, a: AbortSignal | undefined, b: AbortSignal): Promise<T> {
-  if (a?.aborted || b.aborted) {
-    promise.catch(() => undefined);
-    return Promise.reject(a?.aborted ? a.reason : b.reason);
-  }
-  return new Promise<T>((resolve, reject) => {
-    const done = (f: () => void): void => {
-      offA?.();
-      offB();
-      f();
-    };
-    const offA = a && onAbort(a, () => done(() => reject(a.reason)));
-    const offB = onAbort(b, () => done(() => reject(b.reason)));
-    promise.then(
-      (v) => done(() => resolve(v)),
-      (e) => done(() => reject(e)),
-    );
-  });
-}
-
-/**
  * Awaits one request sent on `conn`: settles like `request`, or rejects with the reason of
  * `signal` or of the session's end. A request unanswered for the session's `callTimeoutMs` makes
  * the session drop the silent link (see `Liveness.watchRequest`), so it fails with a connection
@@ -70,7 +43,7 @@ export function awaitReply<T>(session: ZkSession, conn: ZkConn, signal: AbortSig
       })
     : request;
   const disarm = session.armCallTimeout(failFast, () => timedOut?.(silent()));
-  const reply = raceSignals(bounded, signal, conn.signal);
+  const reply = raceSignal(bounded, signal, conn.signal);
   reply.then(disarm, disarm);
   return reply;
 }
@@ -318,7 +291,7 @@ export async function waitForDeletion(session: ZkSession, conn: ZkConn, path: st
       });
       inFlight = undefined; // answered: its watcher is registered already
       if (stat === null) return;
-      if (await raceSignals(gone, signal, conn.signal)) return;
+      if (await raceSignal(gone, signal, conn.signal)) return;
       // A data change also fires the watch: look again.
       const still = await retrying(session, conn, signal, () => zkExists(conn.client, path));
       if (still === null) return;

@@ -1,5 +1,5 @@
 import { LeaseEmitter } from '../../core/lease-events.js';
-import { waitScope } from '../../core/abort.js';
+import { raceSignal, waitScope } from '../../core/abort.js';
 import type { Lease } from '../../core/lease.js';
 import { optionalSignal, requireNumber, requireOptions } from '../../core/validate.js';
 import { NodeGoneError } from './drivers.js';
@@ -8,7 +8,7 @@ import { LockInternals, OwnNodeWatch } from './internals.js';
 import { InterProcessMutex } from './mutex.js';
 import { readParticipants, type Participant } from './leader.js';
 import { WAIT_KEYS, type WaitOptions } from '../../core/options.js';
-import { awaitCleanup, CLEANUP_GRACE_MS, createProtected, deleteEventually, raceSignals, retrying, statOf } from './nodes.js';
+import { awaitCleanup, CLEANUP_GRACE_MS, createProtected, deleteEventually, retrying, statOf } from './nodes.js';
 import { dropWatcher, zkGetChildren } from './ops.js';
 import { joinPath, longToBigInt, nodeName, validatePath } from './paths.js';
 import type { ZkSession } from './session.js';
@@ -103,7 +103,7 @@ export class InterProcessSemaphoreV2 extends LeaseEmitter implements AsyncDispos
             const children = await retrying(session, conn, signal, () => zkGetChildren(conn.client, this.#leasesPath, watcher));
             if (!children.includes(nodeName(path))) throw new NodeGoneError(path);
             if (children.length <= this.maxLeases) break;
-            await raceSignals(changed, signal, conn.signal);
+            await raceSignal(changed, signal, conn.signal);
           } finally {
             dropWatcher(conn.client, this.#leasesPath, watcher);
           }
