@@ -44,6 +44,27 @@ describe('abort helpers', () => {
     await expect(p).rejects.toThrow('cancelled');
   });
 
+  it('raceSignal with two signals rejects with the reason of the one that aborts; either aborted before the race rejects at once', async () => {
+    const wait = new AbortController();
+    const session = new AbortController();
+    const p = raceSignal(new Promise(() => undefined), wait.signal, session.signal);
+    session.abort(new Error('session ended'));
+    await expect(p).rejects.toThrow('session ended');
+    // Settled: a later abort of the other signal is harmless, and its other subscribers still hear it.
+    let heard = 0;
+    onAbort(wait.signal, () => heard++);
+    wait.abort(new Error('late'));
+    expect(heard).toBe(1);
+    // Aborted before the race: rejects at once with that reason, the promise's rejection handled.
+    await expect(raceSignal(Promise.reject(new Error('ignored')), undefined, session.signal)).rejects.toThrow('session ended');
+    // Settled by the promise first: resolves, and an abort after it changes nothing.
+    const a = new AbortController();
+    const b = new AbortController();
+    await expect(raceSignal(Promise.resolve(7), a.signal, b.signal)).resolves.toBe(7);
+    a.abort(new Error('after'));
+    b.abort(new Error('after'));
+  });
+
   it('waitScope turns a timeout into AcquireTimeoutError', async () => {
     const scope = waitScope('acquire', { timeoutMs: 10 });
     const reason = await whenAborted(scope.signal);
