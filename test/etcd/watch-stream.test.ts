@@ -4,9 +4,9 @@ import { FaultProxy } from '../../src/testing/index.js';
 import { httpRequest } from '../../src/testing/net.js';
 import { EtcdMutex } from '../../src/recipes/etcd/mutex.js';
 import { watchKey, watchStreamStats, type KeyWatch } from '../../src/recipes/etcd/watch-stream.js';
-import { waitDeleted } from '../../src/recipes/etcd/watch.js';
+import { readKey, waitDeleted } from '../../src/recipes/etcd/watch.js';
 import { silentLogger } from '../../src/core/options.js';
-import { etcdForFile, uniqueName, until, type Pool } from './helpers.js';
+import { etcdForFile, serverCalls, uniqueName, until, type Pool } from './helpers.js';
 
 const { server, pool } = etcdForFile();
 
@@ -134,6 +134,26 @@ describe('the etcd watch stream', () => {
     const w = deletions(client, key, BigInt(put.header.revision));
     await until(() => w.failed.length === 1, 5000, 'failed');
     expect(String(w.failed[0]!.message)).toMatch(/compact/);
+  });
+
+  it('readKey: the checks one client asks for in one turn go out as one txn, each answered with its own key; an aborted caller rejects with its reason and the rest are answered', async () => {
+    const client = pool.client();
+    const txn = (req: Parameters<typeof client.kv.txn>[0]) => client.kv.txn(req);
+    const base = uniqueName('reads');
+    const present = Array.from({ length: 70 }, (_, i) => `${base}/k${i}`); // more than one txn's worth (64)
+    for (const k of present) await pool.shared().put(k).value('x');
+    const created = new Map((await pool.shared().getAll().prefix(`${base}/`).exec()).kvs.map((kv) => [kv.key.toString(), kv.create_revision]));
+    const revision = BigInt((await pool.shared().kv.range({ key: Buffer.from(base) })).header.revision);
+    const txns0 = await serverCalls(server().endpoints[0]!, 'Txn');
+    const gone = new AbortController();
+    const reads = [...present, `${base}/missing`].map((k) => readKey(client, txn, Buffer.from(k), new AbortController().signal));
+    const aborted = expect(readKey(client, txn, Buffer.from(`${base}/k0`), gone.signal)).rejects.toThrow('caller gave up');
+    gone.abort(new Error('caller gave up'));
+    const answers = await Promise.all(reads);
+    await aborted;
+    expect(answers.map((a) => a.createRevision)).toEqual([...present.map((k) => created.get(k)), undefined]);
+    for (const a of answers) expect(a.revision).toBeGreaterThanOrEqual(revision);
+    expect((await serverCalls(server().endpoints[0]!, 'Txn')) - txns0).toBe(2); // 71 reads: 64 + 7
   });
 
   it('waitDeleted: a predecessor deleted before the watch was created still wakes the waiter (the check after creation), and so does a new incarnation under the same key', async () => {
