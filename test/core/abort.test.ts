@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { onAbort, raceSignal, raceTimeout, sleep, sleepQuietly, waitScope, whenAborted } from '../../src/core/abort.js';
+import { joinSignals, onAbort, raceSignal, raceTimeout, sleep, sleepQuietly, waitScope, whenAborted } from '../../src/core/abort.js';
 import { inWindow, JOINS_IN_FLIGHT } from '../../src/core/window.js';
 import { AcquireTimeoutError, ConfigError } from '../../src/core/errors.js';
 
@@ -34,6 +34,32 @@ describe('abort helpers', () => {
     c6.abort('done');
     await expect(p6).rejects.toBe('done');
     expect(await sleepQuietly(10_000, AbortSignal.abort('x'))).toBeUndefined();
+  });
+
+  it('joinSignals aborts with the first reason of its own signal, the shared one or its abort(); an aborted source aborts it at once; dispose unhooks both', () => {
+    for (const which of ['own', 'shared', 'abort'] as const) {
+      const own = new AbortController();
+      const shared = new AbortController();
+      const j = joinSignals(own.signal, shared.signal);
+      expect(j.signal.aborted).toBe(false);
+      if (which === 'own') own.abort('own');
+      if (which === 'shared') shared.abort('shared');
+      if (which === 'abort') j.abort('abort');
+      own.abort('later');
+      shared.abort('later');
+      expect(j.signal.reason).toBe(which);
+      j.dispose();
+    }
+    const early = new AbortController();
+    early.abort('early');
+    expect(joinSignals(new AbortController().signal, early.signal).signal.reason).toBe('early');
+    const own = new AbortController();
+    const shared = new AbortController();
+    const j = joinSignals(own.signal, shared.signal);
+    j.dispose();
+    own.abort('x');
+    shared.abort('y');
+    expect(j.signal.aborted).toBe(false);
   });
 
   it('raceSignal settles with the promise or rejects with the reason', async () => {

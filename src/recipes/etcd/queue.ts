@@ -8,6 +8,7 @@ import type { LeaseEpoch } from './epoch.js';
 import type { EtcdSession } from './session.js';
 import { OwnKeyWatch, waitDeleted, type Txn } from './watch.js';
 import { inWindow } from '../../core/window.js';
+import { joinSignals } from '../../core/abort.js';
 
 /**
  * The revision queue behind EtcdMutex and EtcdElection, written once (like etcd's `key.go`).
@@ -304,8 +305,9 @@ export class RevisionQueue {
     const keyBuf = Buffer.from(key);
     const token = this.session.claimKey(key, this.what);
     let slot: Slot | undefined;
-    let gone: AbortController | undefined;
-    const scope = AbortSignal.any([signal, epoch.signal]);
+    let gone: SessionExpiredError | undefined;
+    const joined = joinSignals(signal, epoch.signal);
+    const scope = joined.signal;
     try {
       const queued = await this.#enqueue(keyBuf, epoch.leaseId, value, scope);
       slot = { epoch, key, keyBuf, rev: queued.rev, token, hinted: queued.hinted };
@@ -329,10 +331,9 @@ export class RevisionQueue {
         fence = this.#fenceAtEnqueue ? slot.rev : await this.#claim(slot, value, scope);
       } else {
         // Queued behind someone: also watch the own key, so its loss rejects at once (etcd#19597).
-        const lost = (gone = new AbortController());
-        const detach = this.#ownWatch.attach(epoch, keyBuf, slot.rev, slot.rev, () => lost.abort(new SessionExpiredError(`${this.what}: own key ${key} was deleted (lease expired or revoked)`)));
+        const detach = this.#ownWatch.attach(epoch, keyBuf, slot.rev, slot.rev, () => joined.abort((gone = new SessionExpiredError(`${this.what}: own key ${key} was deleted (lease expired or revoked)`))));
         try {
-          fence = await this.#waitAndClaim(slot, value, AbortSignal.any([scope, lost.signal]), queued.first?.pred ?? queued.hint);
+          fence = await this.#waitAndClaim(slot, value, scope, queued.first?.pred ?? queued.hint);
         } finally {
           detach();
         }
@@ -348,8 +349,10 @@ export class RevisionQueue {
       else this.session.freeKey(key, token);
       if (signal.aborted) throw signal.reason;
       if (epoch.signal.aborted && !(e instanceof LateClaimError) && !revoked(e)) throw this.session.expiredError(this.what, epoch);
-      if (gone?.signal.aborted) throw gone.signal.reason;
+      if (gone) throw gone;
       throw e;
+    } finally {
+      joined.dispose();
     }
   }
 
