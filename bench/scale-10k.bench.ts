@@ -14,7 +14,8 @@
 import { join } from 'node:path';
 import { EtcdServer, spawnWorker, ZooKeeperServer, type WorkerHandle } from '../src/testing/index.js';
 import { notes, percentile, type BenchCase, type BenchRow } from './harness.js';
-import { etcdWatchers, settledWatchers, sleep, until, zkMaxWatchesOnOnePath, zkTotalWatches } from './scale-kit.js';
+import { createEtcdClient } from '../src/recipes/etcd/index.js';
+import { deletionNote, etcdLeaderGone, etcdWatchers, settledWatchers, sleep, until, zkLeaderGone, zkMaxWatchesOnOnePath, zkTotalWatches, type LeaderGone } from './scale-kit.js';
 
 const N = Number(process.env.TENURE_SCALE_10K_N ?? 10_000);
 const PER_PROC = Number(process.env.TENURE_SCALE_10K_PER_PROC ?? 1000);
@@ -69,6 +70,8 @@ interface Backend {
   queued(added: number, waiters: number): boolean;
   watchesPerWaiter: number;
   extra(): Promise<string | undefined>;
+  /** Watches the leader of election `name` for its deletion (see LeaderGone). */
+  gone(name: string): Promise<LeaderGone>;
 }
 
 interface Round {
@@ -78,6 +81,10 @@ interface Round {
   watchesPerParticipant: number;
   extra?: string;
   failoverMs: number;
+  /** Of which: from the kill until the leader's key or node was deleted (the rest of its lease). */
+  leaseRestMs: number;
+  /** Of which: from that deletion until the next leader was elected. */
+  afterDeletionMs: number;
   wakeUps: number;
   failed: number;
   firstError?: string;
@@ -142,14 +149,18 @@ async function round(b: Backend, n: number): Promise<Round> {
     };
     const wake0 = await wakeUps();
     const lostBefore = failed().length;
+    const gone = await b.gone(name);
     const killed = process.hrtime.bigint();
     await leader.kill();
     const elected = (): bigint | undefined => workers.flatMap((w) => w.events.filter((e) => e.type === 'elected' && e.t > killed).map((e) => e.t)).sort((x, y) => (x < y ? -1 : 1))[0];
-    await until(async () => elected() !== undefined, 'a new leader after the SIGKILL', async () => `${failed().length} failed`, 60_000);
+    await until(async () => elected() !== undefined && gone.at() !== undefined, "a new leader after the SIGKILL, and the old one's deletion seen", async () => `${failed().length} failed`, 60_000);
+    await gone.close();
     const failoverMs = ms(elected()! - killed);
+    const leaseRestMs = ms(gone.at()! - killed);
+    const afterDeletionMs = ms(elected()! - gone.at()!);
     await sleep(200); // any further (wrong) wake-up would land by now
     const woken = (await wakeUps()) - wake0;
-    return { queueMs, heapPerParticipant: heaps, watchesPerParticipant: watches / followers, extra, failoverMs, wakeUps: woken, failed: lostBefore, firstError: failed()[0]?.data.error as string | undefined, procs };
+    return { queueMs, heapPerParticipant: heaps, watchesPerParticipant: watches / followers, extra, failoverMs, leaseRestMs, afterDeletionMs, wakeUps: woken, failed: lostBefore, firstError: failed()[0]?.data.error as string | undefined, procs };
   } finally {
     await leader.kill();
     await stopAll(workers);
@@ -171,6 +182,7 @@ async function zkBackend(zk: ZooKeeperServer): Promise<Backend> {
     watchesPerWaiter: 2,
     queued: (added, waiters) => added >= 2 * waiters,
     extra: async () => `at most ${await zkMaxWatchesOnOnePath(zk)} watch(es) on one path`,
+    gone: (path) => zkLeaderGone(zk.connectionString, path),
   };
 }
 
@@ -189,6 +201,20 @@ async function etcdBackend(etcd: EtcdServer): Promise<Backend> {
     watchesPerWaiter: 2,
     queued: (added, waiters) => added >= 2 * waiters,
     extra: async () => undefined,
+    gone: async (name) => {
+      const client = await createEtcdClient({ hosts: etcd.endpoints });
+      const g = await etcdLeaderGone(client, `${name}/`).catch((e: unknown) => {
+        client.close();
+        throw e;
+      });
+      return {
+        at: g.at,
+        close: async () => {
+          await g.close();
+          client.close();
+        },
+      };
+    },
   };
 }
 
@@ -221,9 +247,9 @@ async function measure(group: string, b: Backend): Promise<BenchRow[]> {
       scenario: `failover after SIGKILL of the leader's process, ${N} waiting`,
       impl: 'tenure',
       p50Ms: big.failoverMs,
-      notes: notes(`${(big.failoverMs / smallMs).toFixed(2)}× the 2-participant figure`, `${big.wakeUps} waiter(s) woken by the crash`, 'one round', `leader session ${LEADER_SESSION_MS} ms`),
+      notes: notes(`${(big.failoverMs / smallMs).toFixed(2)}× the 2-participant figure`, deletionNote([big.afterDeletionMs], small.map((r) => r.afterDeletionMs)), `the rest of the leader's lease after the kill ${big.leaseRestMs.toFixed(0)} ms`, `${big.wakeUps} waiter(s) woken by the crash`, 'one round', `leader session ${LEADER_SESSION_MS} ms`),
     },
-    { group, scenario: "failover after SIGKILL of the leader's process, 2 participants", impl: 'tenure', p50Ms: smallMs, notes: `median of ${SMALL_ROUNDS} rounds (ms ${small.map((r) => r.failoverMs.toFixed(0)).join('/')})` },
+    { group, scenario: "failover after SIGKILL of the leader's process, 2 participants", impl: 'tenure', p50Ms: smallMs, notes: notes(`the rest of the leader's lease after the kill ${small.map((r) => r.leaseRestMs.toFixed(0)).join('/')} ms`, `median of ${SMALL_ROUNDS} rounds (ms ${small.map((r) => r.failoverMs.toFixed(0)).join('/')})`) },
   ];
 }
 

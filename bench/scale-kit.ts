@@ -1,4 +1,6 @@
 /** What the scale benches (scale.bench.ts, scale-10k.bench.ts) share: waiting, and counting watches at the server. */
+import type { Etcd3 } from 'etcd3';
+import zookeeper from 'node-zookeeper-client';
 import { EtcdServer, fourLetterWord, type ZooKeeperServer } from '../src/testing/index.js';
 import { httpRequest } from '../src/testing/net.js';
 
@@ -66,4 +68,60 @@ export async function settledWatchers(etcd: EtcdServer): Promise<number> {
     else if (performance.now() - since >= 1500) break;
   }
   return last;
+}
+
+/**
+ * When the crashed leader's lease ran out, as seen here: a watch on its key or node (the oldest in
+ * the queue), armed before the kill. A failover after SIGKILL is mostly the rest of the leader's
+ * lease, which depends on where the kill fell between two of its keepalives or heartbeats (etcd:
+ * anywhere from TTL × 2/3 to TTL; ZooKeeper: its session-expiry tick); the time from the deletion
+ * to the next leader is the part that could grow with the waiters behind.
+ */
+export interface LeaderGone {
+  /** process.hrtime.bigint() when the deletion was seen; undefined until then. */
+  at(): bigint | undefined;
+  close(): Promise<void>;
+}
+
+export async function etcdLeaderGone(client: Etcd3, prefix: string): Promise<LeaderGone> {
+  const oldest = (await client.getAll().prefix(prefix).sort('Create', 'Ascend').limit(1).keys())[0];
+  if (oldest === undefined) throw new Error(`scale: no leader key under ${prefix}`);
+  let at: bigint | undefined;
+  const w = await client.watch().key(oldest).create();
+  w.on('delete', () => (at ??= process.hrtime.bigint()));
+  return { at: () => at, close: () => w.cancel() };
+}
+
+export async function zkLeaderGone(connectionString: string, path: string): Promise<LeaderGone> {
+  const c = zookeeper.createClient(connectionString, { sessionTimeout: 30_000, retries: 0 });
+  await new Promise<void>((resolve) => {
+    c.once('connected', () => resolve());
+    c.connect();
+  });
+  const children = await new Promise<string[]>((resolve, reject) => c.getChildren(path, (e, kids) => (e ? reject(e) : resolve(kids))));
+  const seq = (name: string): number => Number(name.slice(-10));
+  const oldest = children.sort((a, b) => seq(a) - seq(b))[0];
+  if (oldest === undefined) throw new Error(`scale: no leader node under ${path}`);
+  let at: bigint | undefined;
+  await new Promise<void>((resolve, reject) =>
+    c.exists(
+      `${path}/${oldest}`,
+      (event) => {
+        if (event.getType() === zookeeper.Event.NODE_DELETED) at ??= process.hrtime.bigint();
+      },
+      (e, stat) => (e ? reject(e) : stat ? resolve() : reject(new Error(`scale: leader node ${oldest} already gone`))),
+    ),
+  );
+  return { at: () => at, close: async () => c.close() };
+}
+
+/**
+ * "from the leader's deletion to the next leader: 3.9 ms (rounds 3.7/7.5/3.9; 2 participants 3.0 ms,
+ * 3.8/2.5/3.0)": the failover's part after the lease ran out, with many waiting and with 2. A few
+ * ms either way, so no ratio: the waiter can hear the deletion before the observer does (below 0).
+ */
+export function deletionNote(many: number[], two: number[]): string {
+  const f = (xs: number[]): string => xs.map((x) => x.toFixed(1)).join('/');
+  const mid = (xs: number[]): string => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!.toFixed(1);
+  return `from the leader's deletion to the next leader: ${mid(many)} ms (rounds ${f(many)}; 2 participants ${mid(two)} ms, ${f(two)})`;
 }

@@ -15,7 +15,7 @@ import type { ZkSession } from '../src/recipes/zk/index.js';
 import { etcdElection, etcdMutex, etcdSessionOn, zkLatch, zkMutex, zkSession } from '../test/peers/tenure.js';
 import { interleaved, median, notes, spread, type BenchCase, type BenchRow } from './harness.js';
 import { heapAfterGc } from './heap.js';
-import { batched, etcdWatchers, settledWatchers, sleep, until, zkMaxWatchesOnOnePath, zkTotalWatches } from './scale-kit.js';
+import { batched, deletionNote, etcdLeaderGone, etcdWatchers, settledWatchers, sleep, until, zkLeaderGone, zkMaxWatchesOnOnePath, zkTotalWatches, type LeaderGone } from './scale-kit.js';
 
 const N = Number(process.env.TENURE_SCALE_N ?? 1000);
 const WAITERS = 100;
@@ -35,6 +35,10 @@ interface Figures {
   /** ZooKeeper: most watches on one path. */
   maxWatchesOnOnePath?: number;
   failoverMs: number;
+  /** Of which: from the kill until the leader's key or node was deleted (the rest of its lease). */
+  leaseRestMs: number;
+  /** Of which: from that deletion until the next leader was elected. */
+  afterDeletionMs: number;
   /** Participants whose campaign failed (session lost under load). */
   failed: number;
   /** Waiters woken by the one release of the crashed leader's key/node. */
@@ -66,6 +70,20 @@ function campaigns(candidates: { campaign(): Promise<unknown> }[], failed: { n: 
   );
 }
 
+/** SIGKILLs the leader; the failover, split at the deletion of its key or node (see LeaderGone). */
+async function failover(leader: WorkerHandle, gone: LeaderGone, elected: Promise<bigint>[]): Promise<Pick<Figures, 'failoverMs' | 'leaseRestMs' | 'afterDeletionMs'>> {
+  try {
+    const killed = process.hrtime.bigint();
+    await leader.kill();
+    const next = await firstElected(elected);
+    await until(async () => gone.at() !== undefined, "the leader's deletion", async () => 'not seen');
+    const deleted = gone.at()!;
+    return { failoverMs: Number(next - killed) / 1e6, leaseRestMs: Number(deleted - killed) / 1e6, afterDeletionMs: Number(next - deleted) / 1e6 };
+  } finally {
+    await gone.close();
+  }
+}
+
 /** n participants on one ZooKeeper latch: the leader in a worker, n − 1 here. */
 async function zkElection(zk: ZooKeeperServer, n: number): Promise<Figures> {
   const path = `/scale/latch-${++seq}`;
@@ -87,15 +105,14 @@ async function zkElection(zk: ZooKeeperServer, n: number): Promise<Figures> {
     const bytes = (heap() - before) / (n - 1);
     const watches = (await zkTotalWatches(zk)) - watches0;
     const maxOnOnePath = await zkMaxWatchesOnOnePath(zk);
+    const gone = await zkLeaderGone(zk.connectionString, path);
     const wake0 = sessions.reduce((a, s) => a + s.watchEvents, 0);
-    const killed = process.hrtime.bigint();
-    await leader.kill();
-    const failoverMs = Number((await firstElected(elected)) - killed) / 1e6;
+    const times = await failover(leader, gone, elected);
     await sleep(200); // any further (wrong) wake-up would land by now
     const wakeUps = sessions.reduce((a, s) => a + s.watchEvents, 0) - wake0;
     const lost = failed.n; // before close, which ends the remaining campaigns
     await batched(latches.length, 100, (i) => latches[i]!.close());
-    return { queueMs, bytesPerParticipant: bytes, watchesPerParticipant: watches / (n - 1), maxWatchesOnOnePath: maxOnOnePath, failoverMs, wakeUps, failed: lost };
+    return { queueMs, bytesPerParticipant: bytes, watchesPerParticipant: watches / (n - 1), maxWatchesOnOnePath: maxOnOnePath, ...times, wakeUps, failed: lost };
   } finally {
     await leader.kill();
     await batched(sessions.length, 100, (i) => sessions[i]!.close());
@@ -150,15 +167,14 @@ async function etcdElectionScale(etcd: EtcdServer, clients: Etcd3[], n: number):
     const queueMs = Number(lastRise - t0) / 1e6;
     const bytes = (heap() - before) / (n - 1);
     const watches = (await etcdWatchers(etcd)) - watchers0;
+    const gone = await etcdLeaderGone(client, `${name}/`);
     const wake0 = elections.reduce((a, e) => a + e.wakeUps(), 0);
-    const killed = process.hrtime.bigint();
-    await leader.kill();
-    const failoverMs = Number((await firstElected(elected)) - killed) / 1e6;
+    const times = await failover(leader, gone, elected);
     await sleep(200);
     const wakeUps = elections.reduce((a, e) => a + e.wakeUps(), 0) - wake0;
     const lost = failed.n; // before close, which ends the remaining campaigns
     await batched(elections.length, 100, (i) => elections[i]!.close());
-    return { queueMs, bytesPerParticipant: bytes, watchesPerParticipant: watches / (n - 1), failoverMs, wakeUps, failed: lost };
+    return { queueMs, bytesPerParticipant: bytes, watchesPerParticipant: watches / (n - 1), ...times, wakeUps, failed: lost };
   } finally {
     await leader.kill();
     await batched(sessions.length, 100, (i) => sessions[i]!.close().catch(() => undefined));
@@ -222,8 +238,27 @@ async function run(): Promise<BenchRow[]> {
           notes(`${(queue.bytesPerParticipant / 1024).toFixed(1)} KiB heap per participant (session + client + recipe)`, `${queue.watchesPerParticipant.toFixed(2)} server watches per participant`, queue.maxWatchesOnOnePath !== undefined && `at most ${queue.maxWatchesOnOnePath} watch on one path`, `heap and watches: round with the median failover`, spread(queueMs, 'ms')),
         ),
       );
-      rows.push(scaleRow(group, `failover after leader SIGKILL, ${N} waiting`, 'tenure', big.median.failoverMs, notes(`${(big.median.failoverMs / small.median.failoverMs).toFixed(2)}× the 2-participant figure`, `${big.median.wakeUps} waiter(s) woken by the crash`, big.median.failed > 0 && `${big.median.failed} participant(s) lost their session under load`, spread(big.keys, 'ms'), `leader session ${LEADER_SESSION_MS} ms`)));
-      rows.push(scaleRow(group, 'failover after leader SIGKILL, 2 participants', 'tenure', small.median.failoverMs, spread(small.keys, 'ms')));
+      // The part of a failover that could grow with the waiters: from the leader's deletion on.
+      const after = (rs: Figures[]): number[] => rs.map((f) => f.afterDeletionMs);
+      const rest = (rs: Figures[]): string => `the rest of the leader's lease after the kill ${rs.map((f) => f.leaseRestMs.toFixed(0)).join('/')} ms`;
+      rows.push(
+        scaleRow(
+          group,
+          `failover after leader SIGKILL, ${N} waiting`,
+          'tenure',
+          big.median.failoverMs,
+          notes(
+            `${(big.median.failoverMs / small.median.failoverMs).toFixed(2)}× the 2-participant figure`,
+            deletionNote(after(big.all), after(small.all)),
+            rest(big.all),
+            `${big.median.wakeUps} waiter(s) woken by the crash`,
+            big.median.failed > 0 && `${big.median.failed} participant(s) lost their session under load`,
+            spread(big.keys, 'ms'),
+            `leader session ${LEADER_SESSION_MS} ms`,
+          ),
+        ),
+      );
+      rows.push(scaleRow(group, 'failover after leader SIGKILL, 2 participants', 'tenure', small.median.failoverMs, notes(rest(small.all), spread(small.keys, 'ms'))));
     }
     const zkWake = await wakeUpsPerRelease(async () => {
       const s = await zkSession(zk.connectionString, FOLLOWER_SESSION_MS);
