@@ -79,20 +79,23 @@ export function raceTimeout<T>(promise: Promise<T>, ms: number, timeoutError: ()
   // One promise and one place in a shared timer's queue, not a Promise.race of two inside an
   // async function: this runs twice in every Redis and Postgres lock cycle (a call and its
   // release; connect and COMMIT), where each promise layer and each Node timer is client work.
+  // The signal is heard through onAbort, as raceSignal hears its own (a lock's calls race the
+  // same signal one after another).
   return new Promise<T>((resolve, reject) => {
     const settle = (): void => {
       cancel();
-      signal?.removeEventListener('abort', onAbort);
-    };
-    const onAbort = (): void => {
-      settle();
-      reject(signal!.reason);
+      off?.();
     };
     const cancel = afterMs(Math.min(MAX_TIMER_MS, Math.max(0, ms)), () => {
-      signal?.removeEventListener('abort', onAbort);
+      off?.();
       reject(timeoutError());
     });
-    signal?.addEventListener('abort', onAbort, { once: true });
+    const off =
+      signal &&
+      onAbort(signal, () => {
+        cancel();
+        reject(signal.reason);
+      });
     promise.then(
       (v) => {
         settle();

@@ -46,6 +46,8 @@ export class LeaderLatch extends LeaseEmitter implements Candidate {
   readonly #guard: CloseGuard;
   #term: LeaseController | undefined;
   #ourPath: string | undefined;
+  /** The node's data: the id, made once. */
+  readonly #data: Buffer;
   #campaigning = false;
   #silentClose = false;
 
@@ -55,6 +57,7 @@ export class LeaderLatch extends LeaseEmitter implements Candidate {
     this.path = validatePath('path', path);
     const o = requireOptions('options', options, { id: true, closeMode: true, acl: true });
     this.id = optionalId(o.id);
+    this.#data = Buffer.from(this.id);
     this.#closeMode = optionalEnum('closeMode', o.closeMode, ['silent', 'notifyLeader'] as const, 'silent');
     this.#internals = new LockInternals(this.#session, this.path, validateAcl(o.acl) ?? this.#session.acl);
     this.#guard = new CloseGuard(`leader latch ${this.path}`);
@@ -94,7 +97,7 @@ export class LeaderLatch extends LeaseEmitter implements Candidate {
     this.#campaigning = true;
     const scope = waitScope(`${this.#guard.what}: campaign`, { signal: this.#guard.join(o.signal), timeoutMs: o.timeoutMs });
     try {
-      const held = await this.#internals.acquire(driver, scope.signal, Buffer.from(this.id), (p) => (this.#ourPath = p));
+      const held = await this.#internals.acquire(driver, scope.signal, this.#data, (p) => (this.#ourPath = p));
       const term = this.#internals.lease(this.path, held, () => this.#ended(term));
       if (scope.signal.aborted) {
         await this.#internals.giveBack(term); // won just as the caller gave up

@@ -107,7 +107,7 @@ export class Liveness {
     const sentAt = this.clock.now();
     // The first bound is the same length for every request: one Node timer shares them all (five
     // requests per contended grant); a re-arm for the rest of a bound is rare and has its own.
-    let cancel = afterMs(this.callTimeout, () => check());
+    let cancel: () => void;
     const arm = (ms: number): void => {
       const timer = setTimeout(check, Math.max(1, ms));
       cancel = () => clearTimeout(timer);
@@ -120,6 +120,7 @@ export class Liveness {
       this.#silent(hooks, waited, 'request');
       onTimeout();
     };
+    cancel = afterMs(this.callTimeout, check);
     return () => cancel();
   }
 
