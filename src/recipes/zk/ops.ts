@@ -149,8 +149,11 @@ export function dropWatcher(client: Client, path: string, watcher: Watcher): voi
   const wm = (client as unknown as { connectionManager?: { watcherManager?: Record<string, Record<string, { removeListener?: (e: string, f: Watcher) => void } | undefined>> } })
     .connectionManager?.watcherManager;
   if (!wm) return;
-  for (const kind of ['dataWatchers', 'existenceWatchers', 'childWatchers']) wm[kind]?.[path]?.removeListener?.('notification', watcher);
+  for (const kind of WATCHER_TABLES) wm[kind]?.[path]?.removeListener?.('notification', watcher);
 }
+
+/** The client's three watcher tables (one array, not one per call: three calls per contended grant). */
+const WATCHER_TABLES = ['dataWatchers', 'existenceWatchers', 'childWatchers'] as const;
 
 /**
  * Runs `send` (requests issued back to back) with the client's socket corked, so they leave in one
