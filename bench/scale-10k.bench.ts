@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { EtcdServer, spawnWorker, ZooKeeperServer, type WorkerHandle } from '../src/testing/index.js';
 import { notes, percentile, type BenchCase, type BenchRow } from './harness.js';
 import { createEtcdClient } from '../src/recipes/etcd/index.js';
-import { deletionNote, etcdLeaderGone, etcdWatchers, settledWatchers, sleep, until, zkLeaderGone, zkMaxWatchesOnOnePath, zkTotalWatches, type LeaderGone } from './scale-kit.js';
+import { deletionNote, etcdLeaderGone, etcdWatchers, failoverParts, settledWatchers, sleep, until, zkLeaderGone, zkMaxWatchesOnOnePath, zkTotalWatches, type LeaderGone } from './scale-kit.js';
 
 const N = Number(process.env.TENURE_SCALE_10K_N ?? 10_000);
 const PER_PROC = Number(process.env.TENURE_SCALE_10K_PER_PROC ?? 1000);
@@ -150,17 +150,19 @@ async function round(b: Backend, n: number): Promise<Round> {
     const wake0 = await wakeUps();
     const lostBefore = failed().length;
     const gone = await b.gone(name);
-    const killed = process.hrtime.bigint();
-    await leader.kill();
-    const elected = (): bigint | undefined => workers.flatMap((w) => w.events.filter((e) => e.type === 'elected' && e.t > killed).map((e) => e.t)).sort((x, y) => (x < y ? -1 : 1))[0];
-    await until(async () => elected() !== undefined && gone.at() !== undefined, "a new leader after the SIGKILL, and the old one's deletion seen", async () => `${failed().length} failed`, 60_000);
-    await gone.close();
-    const failoverMs = ms(elected()! - killed);
-    const leaseRestMs = ms(gone.at()! - killed);
-    const afterDeletionMs = ms(elected()! - gone.at()!);
+    let times: ReturnType<typeof failoverParts>;
+    try {
+      const killed = process.hrtime.bigint();
+      await leader.kill();
+      const elected = (): bigint | undefined => workers.flatMap((w) => w.events.filter((e) => e.type === 'elected' && e.t > killed).map((e) => e.t)).sort((x, y) => (x < y ? -1 : 1))[0];
+      await until(async () => elected() !== undefined && gone.at() !== undefined, "a new leader after the SIGKILL, and the old one's deletion seen", async () => `${failed().length} failed`, 60_000);
+      times = failoverParts(killed, gone.at()!, elected()!);
+    } finally {
+      await gone.close();
+    }
     await sleep(200); // any further (wrong) wake-up would land by now
     const woken = (await wakeUps()) - wake0;
-    return { queueMs, heapPerParticipant: heaps, watchesPerParticipant: watches / followers, extra, failoverMs, leaseRestMs, afterDeletionMs, wakeUps: woken, failed: lostBefore, firstError: failed()[0]?.data.error as string | undefined, procs };
+    return { queueMs, heapPerParticipant: heaps, watchesPerParticipant: watches / followers, extra, ...times, wakeUps: woken, failed: lostBefore, firstError: failed()[0]?.data.error as string | undefined, procs };
   } finally {
     await leader.kill();
     await stopAll(workers);

@@ -83,6 +83,12 @@ export interface LeaderGone {
   close(): Promise<void>;
 }
 
+/** A failover from the kill's and the deletion's and the next election's `process.hrtime.bigint()`, in ms, whole and split. */
+export function failoverParts(killed: bigint, deleted: bigint, elected: bigint): { failoverMs: number; leaseRestMs: number; afterDeletionMs: number } {
+  const ms = (ns: bigint): number => Number(ns) / 1e6;
+  return { failoverMs: ms(elected - killed), leaseRestMs: ms(deleted - killed), afterDeletionMs: ms(elected - deleted) };
+}
+
 export async function etcdLeaderGone(client: Etcd3, prefix: string): Promise<LeaderGone> {
   const oldest = (await client.getAll().prefix(prefix).sort('Create', 'Ascend').limit(1).keys())[0];
   if (oldest === undefined) throw new Error(`scale: no leader key under ${prefix}`);

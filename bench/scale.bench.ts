@@ -15,7 +15,7 @@ import type { ZkSession } from '../src/recipes/zk/index.js';
 import { etcdElection, etcdMutex, etcdSessionOn, zkLatch, zkMutex, zkSession } from '../test/peers/tenure.js';
 import { interleaved, median, notes, spread, type BenchCase, type BenchRow } from './harness.js';
 import { heapAfterGc } from './heap.js';
-import { batched, deletionNote, etcdLeaderGone, etcdWatchers, settledWatchers, sleep, until, zkLeaderGone, zkMaxWatchesOnOnePath, zkTotalWatches, type LeaderGone } from './scale-kit.js';
+import { batched, deletionNote, etcdLeaderGone, etcdWatchers, failoverParts, settledWatchers, sleep, until, zkLeaderGone, zkMaxWatchesOnOnePath, zkTotalWatches, type LeaderGone } from './scale-kit.js';
 
 const N = Number(process.env.TENURE_SCALE_N ?? 1000);
 const WAITERS = 100;
@@ -77,8 +77,7 @@ async function failover(leader: WorkerHandle, gone: LeaderGone, elected: Promise
     await leader.kill();
     const next = await firstElected(elected);
     await until(async () => gone.at() !== undefined, "the leader's deletion", async () => 'not seen');
-    const deleted = gone.at()!;
-    return { failoverMs: Number(next - killed) / 1e6, leaseRestMs: Number(deleted - killed) / 1e6, afterDeletionMs: Number(next - deleted) / 1e6 };
+    return failoverParts(killed, gone.at()!, next);
   } finally {
     await gone.close();
   }
