@@ -59,7 +59,7 @@ export function probeTls(host: string, port: number, options: TlsProbeOptions = 
       clearTimeout(timer);
       timer = setTimeout(() => done(), settleMs);
     });
-    sock.once('error', (e: Error) => done(e));
+    sock.on('error', (e: Error) => done(e)); // on, not once: a TLS socket can report a second error (an alert after a reset), which unheard would crash the process
     sock.once('close', () => done());
   });
 }

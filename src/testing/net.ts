@@ -68,7 +68,7 @@ export function tcpExchange(
       if (until?.(received)) finish();
     });
     sock.once('end', () => finish());
-    sock.once('error', (e) => finish(e));
+    sock.on('error', (e) => finish(e)); // (every error: a TLS socket can report a second one)
   });
 }
 

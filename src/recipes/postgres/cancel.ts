@@ -52,7 +52,7 @@ export function cancelQuery(client: PoolClient, ms: number): Promise<void> {
     // cancel connection is half-closed by the client before it has forwarded the request.
     sock.once('connect', () => sock.write(packet));
     sock.once('close', done);
-    sock.once('error', done);
+    sock.on('error', done); // (every error: a second one unheard would crash the process)
   });
 }
 
