@@ -351,3 +351,23 @@ export function afterMs(ms: number, fire: () => void): () => void {
   const b = queue.add(fire);
   return () => queue.remove(b);
 }
+
+/**
+ * Calls `fire` at most `ms` from now (and no earlier than 7/8 of it) unless the returned function
+ * cancels it first: {@link afterMs} for a delay that differs a little from call to call (the rest
+ * of a lease until its next renew or its deadline), rounded down to one of a few lengths so such
+ * timers share the queues of {@link afterMs} instead of each making and dropping a Node timer
+ * list. For a caller that checks the time again when it fires (it may fire up to 1/8 early).
+ */
+export function atMostMs(ms: number, fire: () => void): () => void {
+  return afterMs(roundDown(ms), fire);
+}
+
+/** `ms` rounded down to a multiple of 1/8 to 1/16 of it (whole ms below 16). */
+function roundDown(ms: number): number {
+  if (!(ms >= 16)) return ms > 0 ? Math.floor(ms) : 0;
+  const m = Math.min(ms, MAX_TIMER_MS);
+  // 2^(⌊log2 m⌋ − 3), from the count of leading zero bits (m < 2^31)
+  const step = 2 ** (28 - Math.clz32(m));
+  return Math.floor(m / step) * step;
+}

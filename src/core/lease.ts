@@ -1,4 +1,4 @@
-import { MAX_TIMER_MS, onAbort } from './abort.js';
+import { atMostMs, MAX_TIMER_MS, onAbort } from './abort.js';
 import { monotonicClock, type Clock } from './clock.js';
 import { ConfigError, LeaseLostError, type LeaseLostReason } from './errors.js';
 import { silentLogger, type Logger } from './options.js';
@@ -217,18 +217,18 @@ export class LeaseController {
 
   /**
    * `atStore`, or undefined once the lease's local deadline passes or its session is lost first.
-   * One promise and at most one timer (this runs in every lock cycle).
+   * One promise and at most one place on a shared timer (this runs in every lock cycle).
    */
   #whileLive(atStore: Promise<void>): Promise<void> {
     const { deadline, parent } = this.#init;
     return new Promise<void>((resolve, reject) => {
-      let timer: NodeJS.Timeout | undefined;
+      let cancel: (() => void) | undefined;
       let offGone: (() => void) | undefined;
       let settled = false;
       const settle = (): boolean => {
         if (settled) return false;
         settled = true;
-        clearTimeout(timer);
+        cancel?.();
         offGone?.();
         return true;
       };
@@ -240,7 +240,8 @@ export class LeaseController {
       const check = (): void => {
         const left = deadline ? deadline() - this.#clock.now() : Infinity;
         if (left <= 0) gone();
-        else if (left !== Infinity) timer = setTimeout(check, Math.min(left, MAX_TIMER_MS));
+        // (a shared timer, which may fire early: check again then)
+        else if (left !== Infinity) cancel = atMostMs(Math.min(left, MAX_TIMER_MS), check);
       };
       if (parent?.aborted) return gone();
       if (parent) offGone = onAbort(parent, gone);

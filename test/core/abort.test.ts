@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { joinSignals, onAbort, raceSignal, raceTimeout, sleep, sleepQuietly, waitScope, whenAborted } from '../../src/core/abort.js';
+import { atMostMs, joinSignals, onAbort, raceSignal, raceTimeout, sleep, sleepQuietly, waitScope, whenAborted } from '../../src/core/abort.js';
 import { inWindow, JOINS_IN_FLIGHT } from '../../src/core/window.js';
 import { AcquireTimeoutError, ConfigError } from '../../src/core/errors.js';
 
@@ -191,5 +191,39 @@ describe('abort helpers', () => {
     expect(most).toBe(JOINS_IN_FLIGHT);
     expect(order).toEqual(Array.from({ length: JOINS_IN_FLIGHT + 5 }, (_, i) => i));
     await inWindow({}, undefined, async () => undefined); // another owner: its own window
+  });
+  it('inWindow hands back the value or the error of its job, and a failed job frees its slot', async () => {
+    const owner = {};
+    await expect(inWindow(owner, undefined, async () => 7)).resolves.toBe(7);
+    const boom = new Error('boom');
+    for (let i = 0; i < JOINS_IN_FLIGHT + 1; i++) await expect(inWindow(owner, undefined, () => Promise.reject(boom))).rejects.toBe(boom);
+    const thrown = new Error('sync');
+    await expect(
+      inWindow(owner, undefined, () => {
+        throw thrown;
+      }),
+    ).rejects.toBe(thrown);
+    // Every slot came back: a full window of jobs still runs at once.
+    let running = 0;
+    const gates: (() => void)[] = [];
+    const all = Array.from({ length: JOINS_IN_FLIGHT }, () => inWindow(owner, undefined, () => new Promise<void>((r) => (running++, gates.push(r)))));
+    await new Promise((r) => setImmediate(r));
+    expect(running).toBe(JOINS_IN_FLIGHT);
+    for (const g of gates) g();
+    await Promise.all(all);
+  });
+
+  it('atMostMs fires no earlier than 7/8 of its delay, never once cancelled, and soon for no delay', async () => {
+    const t0 = performance.now();
+    const late = await new Promise<number>((r) => atMostMs(203.7, () => r(performance.now() - t0)));
+    expect(late).toBeGreaterThanOrEqual((203.7 * 7) / 8);
+    let cancelledFired = false;
+    const cancel = atMostMs(40, () => (cancelledFired = true));
+    cancel();
+    await new Promise<void>((r) => atMostMs(0, r));
+    await new Promise<void>((r) => atMostMs(-5, r));
+    await new Promise<void>((r) => atMostMs(Number.NaN, r));
+    await new Promise((r) => setTimeout(r, 80));
+    expect(cancelledFired).toBe(false);
   });
 });

@@ -273,13 +273,8 @@ export class RedisLock extends LeaseEmitter implements AsyncDisposable {
       clock: this.#clock,
       logger: this.logger,
       deadline: () => watchdog.deadline,
-      release: async () => {
-        watchdog.stop();
-        this.#listener.unwatch(token);
-        if (this.#held === controller) this.#held = undefined;
-        await release();
-        this.logger.debug({ fence: String(fence) }, 'released');
-      },
+      // (the end hook below has stopped the watchdog by now: release() ends the lease first)
+      release: () => release().then(() => this.logger.debug({ fence: String(fence) }, 'released')),
     });
     controller.onEnd(() => {
       watchdog.stop(); // however it ended: no renew of a lease its holder was told it lost

@@ -1,3 +1,4 @@
+import { atMostMs } from '../../core/abort.js';
 import type { Clock } from '../../core/clock.js';
 import { LocalDeadline } from '../../core/deadline.js';
 import { LeaseLostError, type LeaseLostReason } from '../../core/errors.js';
@@ -40,7 +41,8 @@ export class RenewWatchdog {
   #lost: LeaseLostError | undefined;
   readonly #init: WatchdogInit;
   readonly #deadline: LocalDeadline;
-  #timer: NodeJS.Timeout | undefined;
+  /** Cancels the pending renew. */
+  #cancel: (() => void) | undefined;
   #stopped = false;
 
   constructor(init: WatchdogInit) {
@@ -69,13 +71,13 @@ export class RenewWatchdog {
    */
   stop(): void {
     this.#stopped = true;
-    clearTimeout(this.#timer);
+    this.#cancel?.();
     this.#deadline.stop();
   }
 
   #end(reason: LeaseLostReason, cause?: unknown): void {
     if (this.#stopped || this.#lost) return;
-    clearTimeout(this.#timer);
+    this.#cancel?.();
     this.#deadline.stop();
     const { name, fence } = this.#init;
     const message =
@@ -91,8 +93,16 @@ export class RenewWatchdog {
 
   #schedule(lastSentAt: number): void {
     if (this.#stopped || this.#lost) return;
-    const wait = lastSentAt + this.#init.ttlMs / 3 - this.#init.clock.now();
-    this.#timer = setTimeout(() => void this.#renew(), Math.max(0, wait));
+    const at = lastSentAt + this.#init.ttlMs / 3;
+    // On a shared timer, which may fire up to 1/8 of the wait early (then it waits out the rest):
+    // a lock's cycle is often over long before its first renew, and a Node timer of its own was
+    // made and dropped with every cycle.
+    const due = (): void => {
+      const rest = at - this.#init.clock.now();
+      if (rest > 0) this.#cancel = atMostMs(rest, due);
+      else void this.#renew();
+    };
+    this.#cancel = atMostMs(at - this.#init.clock.now(), due);
   }
 
   async #renew(): Promise<void> {
