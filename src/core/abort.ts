@@ -69,12 +69,14 @@ export function isAbortReason(e: unknown, signal: AbortSignal | undefined): bool
  * Settles like `promise` within `ms`; after that rejects with `timeoutError()` (built only then),
  * or first with `signal.reason` if `signal` aborts. The one "race a call against a timer" of the
  * code base: the timer is always cleared. A rejection of `promise` after the race is lost is handled
- * (never an unhandled rejection).
+ * (never an unhandled rejection). With `mapError`, every rejection (the call's own, the timeout's,
+ * the signal's) settles as the promise `mapError` returns for it instead: what a `.catch` after the
+ * race would do, without a promise layer more on the way of every answer.
  */
-export function raceTimeout<T>(promise: Promise<T>, ms: number, timeoutError: () => unknown, signal?: AbortSignal): Promise<T> {
+export function raceTimeout<T>(promise: Promise<T>, ms: number, timeoutError: () => unknown, signal?: AbortSignal, mapError?: (e: unknown) => Promise<never>): Promise<T> {
   if (signal?.aborted) {
     promise.catch(() => undefined);
-    return Promise.reject(signal.reason);
+    return mapError ? mapError(signal.reason) : Promise.reject(signal.reason);
   }
   // One promise and one place in a shared timer's queue, not a Promise.race of two inside an
   // async function: this runs twice in every Redis and Postgres lock cycle (a call and its
@@ -82,28 +84,38 @@ export function raceTimeout<T>(promise: Promise<T>, ms: number, timeoutError: ()
   // The signal is heard through onAbort, as raceSignal hears its own (a lock's calls race the
   // same signal one after another).
   return new Promise<T>((resolve, reject) => {
+    let done = false;
+    // (mapError runs for the first rejection only: a call that fails after the race was lost
+    // must not leave a mapped rejection nobody awaits)
+    const fail = (e: unknown): void => {
+      if (done) return;
+      done = true;
+      if (mapError) resolve(mapError(e));
+      else reject(e);
+    };
     const settle = (): void => {
       cancel();
       off?.();
     };
     const cancel = afterMs(Math.min(MAX_TIMER_MS, Math.max(0, ms)), () => {
       off?.();
-      reject(timeoutError());
+      fail(timeoutError());
     });
     const off =
       signal &&
       onAbort(signal, () => {
         cancel();
-        reject(signal.reason);
+        fail(signal.reason);
       });
     promise.then(
       (v) => {
         settle();
+        done = true;
         resolve(v);
       },
       (e: unknown) => {
         settle();
-        reject(e);
+        fail(e);
       },
     );
   });

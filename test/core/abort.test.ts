@@ -226,4 +226,26 @@ describe('abort helpers', () => {
     await new Promise((r) => setTimeout(r, 80));
     expect(cancelledFired).toBe(false);
   });
+  it('raceTimeout with mapError: the value passes as it is, every rejection (call, timeout, signal) settles as mapError says', async () => {
+    const seen: unknown[] = [];
+    const map = (e: unknown): Promise<never> => {
+      seen.push(e);
+      return Promise.reject(new Error(`mapped: ${String(e instanceof Error ? e.message : e)}`));
+    };
+    await expect(raceTimeout(Promise.resolve(5), 1000, () => new Error('late'), undefined, map)).resolves.toBe(5);
+    await expect(raceTimeout(Promise.reject(new Error('refused')), 1000, () => new Error('late'), undefined, map)).rejects.toThrow('mapped: refused');
+    await expect(raceTimeout(new Promise<never>(() => undefined), 10, () => new Error('late'), undefined, map)).rejects.toThrow('mapped: late');
+    const c = new AbortController();
+    const p = raceTimeout(new Promise<never>(() => undefined), 10_000, () => new Error('late'), c.signal, map);
+    c.abort(new Error('stop'));
+    await expect(p).rejects.toThrow('mapped: stop');
+    await expect(raceTimeout(new Promise<never>(() => undefined), 10_000, () => new Error('late'), c.signal, map)).rejects.toThrow('mapped: stop'); // already aborted
+    // A call that fails after it lost the race is not mapped (nobody awaits that rejection).
+    let failLate: (e: Error) => void = () => undefined;
+    const lost = raceTimeout(new Promise<never>((_, rej) => (failLate = rej)), 10, () => new Error('late'), undefined, map);
+    await expect(lost).rejects.toThrow('mapped: late');
+    failLate(new Error('closed'));
+    await new Promise((r) => setImmediate(r));
+    expect(seen.map((e) => (e as Error).message)).toEqual(['refused', 'late', 'stop', 'stop', 'late']);
+  });
 });

@@ -118,10 +118,14 @@ export async function connectWithin(pool: Pool, ms: number, what: string, signal
  */
 export function queryWithin<T>(call: Promise<T>, ms: number, what: string, endpoint: string | undefined, onTimeout?: () => void): Promise<T> {
   // A promise chain, not an async function: this runs for every statement of a lock cycle.
-  return raceTimeout(call, ms, () => {
-    onTimeout?.();
-    return new StoreUnavailableError('postgres', endpoint, `${what}: no answer within ${ms} ms`);
-  }).catch((e: unknown) => {
-    throw toTenureError(e, what, endpoint);
-  });
+  return raceTimeout(
+    call,
+    ms,
+    () => {
+      onTimeout?.();
+      return new StoreUnavailableError('postgres', endpoint, `${what}: no answer within ${ms} ms`);
+    },
+    undefined,
+    (e: unknown) => Promise.reject(toTenureError(e, what, endpoint)),
+  );
 }

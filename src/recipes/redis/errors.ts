@@ -81,9 +81,9 @@ async function connectionFailure(err: unknown, redis: RedisClient, what: string,
  */
 export function bounded<T>(redis: RedisClient, call: Promise<T>, ms: number, what: string, signal?: AbortSignal, late?: (value: T) => void): Promise<T> {
   watchConnection(redis);
-  // A promise chain, not an async function: this runs twice in every lock cycle. raceTimeout
-  // handles the call's own rejection, so none can surface later unhandled.
-  return raceTimeout(call, ms, () => new StoreUnavailableError('redis', redisEndpoint(redis), `${what}: no answer within ${ms} ms`), signal).catch(async (e: unknown) => {
+  // Not an async function, and the errors mapped inside the race: this runs twice in every lock
+  // cycle. raceTimeout handles the call's own rejection, so none can surface later unhandled.
+  return raceTimeout(call, ms, () => new StoreUnavailableError('redis', redisEndpoint(redis), `${what}: no answer within ${ms} ms`), signal, async (e: unknown) => {
     if (late) call.then(late, () => undefined); // it may still be granted: the caller undoes it
     if (isAbortReason(e, signal)) throw e; // the caller's own reason, exactly (an Error reason is no store failure)
     const endpoint = redisEndpoint(redis);
