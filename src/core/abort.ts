@@ -366,10 +366,11 @@ export function afterMs(ms: number, fire: () => void): () => void {
 
 /**
  * Calls `fire` at most `ms` from now (from 16 ms up, no earlier than 7/8 of it; below, after the
- * whole ms in it) unless the returned function cancels it first: {@link afterMs} for a delay that differs a little from call to call (the rest
- * of a lease until its next renew or its deadline), rounded down to one of a few lengths so such
- * timers share the queues of {@link afterMs} instead of each making and dropping a Node timer
- * list. For a caller that checks the time again when it fires (it may fire early).
+ * whole ms in it; never later than Node's timer limit) unless the returned function cancels it
+ * first: {@link afterMs} for a delay that differs a little from call to call (the rest of a lease
+ * until its next renew or its deadline), rounded down to one of a few lengths so such timers share
+ * the queues of {@link afterMs} instead of each making and dropping a Node timer list. For a
+ * caller that checks the time again when it fires (it may fire early).
  */
 export function atMostMs(ms: number, fire: () => void): () => void {
   return afterMs(roundDown(ms), fire);

@@ -1,4 +1,4 @@
-import { atMostMs, MAX_TIMER_MS, onAbort } from './abort.js';
+import { atMostMs, onAbort } from './abort.js';
 import { monotonicClock, type Clock } from './clock.js';
 import { ConfigError, LeaseLostError, type LeaseLostReason } from './errors.js';
 import { silentLogger, type Logger } from './options.js';
@@ -240,8 +240,8 @@ export class LeaseController {
       const check = (): void => {
         const left = deadline ? deadline() - this.#clock.now() : Infinity;
         if (left <= 0) gone();
-        // (a shared timer, which may fire early: check again then)
-        else if (left !== Infinity) cancel = atMostMs(Math.min(left, MAX_TIMER_MS), check);
+        // (a shared timer, which may fire early: check again then; it clamps to Node's timer limit)
+        else if (left !== Infinity) cancel = atMostMs(left, check);
       };
       if (parent?.aborted) return gone();
       if (parent) offGone = onAbort(parent, gone);
