@@ -87,6 +87,28 @@ describe('ZkSession', () => {
     await proxy.stop();
   });
 
+  it('many callers waiting out a reconnect: no listener-leak warning, and close rejects every one with ClosedError', async () => {
+    const proxy = await new FaultProxy({ target: { port: zk.port } }).start();
+    const warnings: Error[] = [];
+    const onWarning = (w: Error): void => void warnings.push(w);
+    process.on('warning', onWarning);
+    try {
+      const s = await openSession(proxy.address);
+      proxy.blackhole();
+      await eventually(() => !s.connected, T.wait, 'the silent link dropped');
+      const waits = Array.from({ length: 25 }, () => s.whenConnected({ timeoutMs: 60_000 }).catch((e: unknown) => e));
+      await new Promise((resolve) => setImmediate(resolve));
+      await s.close();
+      const outcomes = await Promise.all(waits);
+      expect(outcomes.every((e) => e instanceof ClosedError)).toBe(true);
+      await new Promise((resolve) => setImmediate(resolve)); // Node emits its warnings on a later tick
+      expect(warnings.filter((w) => w.name === 'MaxListenersExceededWarning')).toEqual([]);
+    } finally {
+      process.off('warning', onWarning);
+      await proxy.stop();
+    }
+  });
+
   it('after LOST it makes a new session by itself and fires each edge once', async () => {
     await using s = await openSession(zk.connectionString);
     const states = record(s);

@@ -2,7 +2,7 @@ import type { Client, State as ClientState } from 'node-zookeeper-client';
 import type { Clock } from '../../core/clock.js';
 import { leaseTiming } from '../../core/deadline.js';
 import { AcquireTimeoutError, ClosedError, LeaseLostError, SessionExpiredError, StoreUnavailableError, type LeaseLostReason } from '../../core/errors.js';
-import { waitScope } from '../../core/abort.js';
+import { onAbort, waitScope } from '../../core/abort.js';
 import { optionalClock, optionalLogger, WAIT_KEYS, type Logger, type WaitOptions } from '../../core/options.js';
 import { optionalEnum, optionalNumber, requireOptions } from '../../core/validate.js';
 import { Liveness } from './liveness.js';
@@ -184,17 +184,20 @@ export class ZkSession extends SessionEmitter implements AsyncDisposable {
     const scope = waitScope('zk session connect', { signal: options.signal, timeoutMs: bound });
     const closed = this.#closed.signal;
     let onState!: () => void;
-    let onAbort!: () => void;
+    let onEnd!: () => void;
+    // Every caller waiting out a reconnect hangs on the session's one closed signal: through
+    // onAbort (one listener however many wait), not a listener each.
+    let leaveClosed = (): void => undefined;
     try {
       await new Promise<void>((resolve, reject) => {
         onState = () => {
           if (this.connected) resolve();
         };
-        onAbort = () => reject(closed.aborted ? new ClosedError('zk session') : scope.signal.reason);
+        onEnd = () => reject(closed.aborted ? new ClosedError('zk session') : scope.signal.reason);
         this.on('state', onState);
-        closed.addEventListener('abort', onAbort, { once: true });
-        scope.signal.addEventListener('abort', onAbort, { once: true });
-        if (closed.aborted || scope.signal.aborted) onAbort(); // aborted already: no event will come
+        leaveClosed = onAbort(closed, onEnd);
+        scope.signal.addEventListener('abort', onEnd, { once: true });
+        if (closed.aborted || scope.signal.aborted) onEnd(); // aborted already: no event will come
       });
     } catch (e) {
       if (options.timeoutMs === undefined && e instanceof AcquireTimeoutError) {
@@ -203,8 +206,8 @@ export class ZkSession extends SessionEmitter implements AsyncDisposable {
       throw e;
     } finally {
       this.off('state', onState);
-      closed.removeEventListener('abort', onAbort);
-      scope.signal.removeEventListener('abort', onAbort);
+      leaveClosed();
+      scope.signal.removeEventListener('abort', onEnd);
       scope.dispose();
     }
   }
