@@ -93,7 +93,7 @@ describe('ZkSession', () => {
     const onWarning = (w: Error): void => void warnings.push(w);
     process.on('warning', onWarning);
     try {
-      const s = await openSession(proxy.address);
+      await using s = await openSession(proxy.address); // (closed below; disposed here if the test fails first)
       proxy.blackhole();
       await eventually(() => !s.connected, T.wait, 'the silent link dropped');
       const waits = Array.from({ length: 25 }, () => s.whenConnected({ timeoutMs: 60_000 }).catch((e: unknown) => e));
