@@ -2,7 +2,7 @@ import type { Client, State as ClientState } from 'node-zookeeper-client';
 import type { Clock } from '../../core/clock.js';
 import { leaseTiming } from '../../core/deadline.js';
 import { AcquireTimeoutError, ClosedError, LeaseLostError, SessionExpiredError, StoreUnavailableError, type LeaseLostReason } from '../../core/errors.js';
-import { onAbort, waitScope } from '../../core/abort.js';
+import { raceSignal, waitScope } from '../../core/abort.js';
 import { optionalClock, optionalLogger, WAIT_KEYS, type Logger, type WaitOptions } from '../../core/options.js';
 import { optionalEnum, optionalNumber, requireOptions } from '../../core/validate.js';
 import { Liveness } from './liveness.js';
@@ -182,23 +182,17 @@ export class ZkSession extends SessionEmitter implements AsyncDisposable {
     // StoreUnavailableError naming the ensemble (ZooKeeper down, not blinking).
     const bound = options.timeoutMs ?? this.#connectTimeout;
     const scope = waitScope('zk session connect', { signal: options.signal, timeoutMs: bound });
-    const closed = this.#closed.signal;
     let onState!: () => void;
-    let onEnd!: () => void;
-    // Every caller waiting out a reconnect hangs on the session's one closed signal: through
-    // onAbort (one listener however many wait), not a listener each.
-    let leaveClosed = (): void => undefined;
+    const connected = new Promise<void>((resolve) => {
+      onState = () => {
+        if (this.connected) resolve();
+      };
+      this.on('state', onState);
+    });
     try {
-      await new Promise<void>((resolve, reject) => {
-        onState = () => {
-          if (this.connected) resolve();
-        };
-        onEnd = () => reject(closed.aborted ? new ClosedError('zk session') : scope.signal.reason);
-        this.on('state', onState);
-        leaveClosed = onAbort(closed, onEnd);
-        scope.signal.addEventListener('abort', onEnd, { once: true });
-        if (closed.aborted || scope.signal.aborted) onEnd(); // aborted already: no event will come
-      });
+      // (raceSignal hears the session's one closed signal through one listener however many wait;
+      // close() aborts it with a ClosedError)
+      await raceSignal(connected, this.#closed.signal, scope.signal);
     } catch (e) {
       if (options.timeoutMs === undefined && e instanceof AcquireTimeoutError) {
         throw new StoreUnavailableError('zookeeper', this.connectionString, `not connected within ${bound} ms`, { cause: e });
@@ -206,8 +200,6 @@ export class ZkSession extends SessionEmitter implements AsyncDisposable {
       throw e;
     } finally {
       this.off('state', onState);
-      leaveClosed();
-      scope.signal.removeEventListener('abort', onEnd);
       scope.dispose();
     }
   }
