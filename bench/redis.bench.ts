@@ -11,7 +11,7 @@ import { RedisLock } from '../src/recipes/redis/index.js';
 import { lockKeys } from '../src/recipes/redis/keys.js';
 import { ACQUIRE, RELEASE, runScript } from '../src/recipes/redis/scripts.js';
 import { RedisServer } from '../src/testing/index.js';
-import { cpuNote, interleaved, notes, spread, timeLoop, type BenchCase, type BenchRow } from './harness.js';
+import { cpuNote, interleaved, notes, processCpuUs, spread, timeLoop, type BenchCase, type BenchRow } from './harness.js';
 import { contend, contentionRow, handoff, type Acquire } from './contention.js';
 
 interface Redlock4Lock {
@@ -87,20 +87,26 @@ async function scriptsOnly(redis: Redis, name: string): Promise<{ acquire: Acqui
 }
 
 /**
- * Commands the server ran since RESETSTAT and the µs it spent in them (INFO commandstats), without
- * the CONFIG RESETSTAT. Commands a script calls count (an INFO inside a script too: the stats
- * never include the INFO reading them), and a script's µs include theirs.
+ * The commands the server ran since RESETSTAT and its µs in each, from INFO commandstats (without
+ * the CONFIG RESETSTAT). A script's calls count, an INFO inside a script too (the stats never
+ * include the INFO reading them); a script's µs include its calls'.
  */
-async function serverCost(admin: Redis): Promise<{ calls: number; usec: number }> {
+async function serverCost(admin: Redis): Promise<{ calls: number; byCommand: [string, number][] }> {
   const info = await admin.info('commandstats');
   let calls = 0;
-  let usec = 0;
+  const byCommand: [string, number][] = [];
   for (const m of info.matchAll(/^cmdstat_(\w+):calls=(\d+),usec=(\d+)/gm)) {
     if (m[1] === 'config') continue;
     calls += Number(m[2]);
-    usec += Number(m[3]);
+    byCommand.push([m[1]!, Number(m[3])]);
   }
-  return { calls, usec };
+  return { calls, byCommand };
+}
+
+/** "µs per cycle by command: evalsha 21.3 (its calls included), info 2.1, …" (from serverCost; none under 0.05). */
+function byCommandNote(byCommand: [string, number][], cycles: number): string {
+  const shown = byCommand.filter(([, us]) => us / cycles >= 0.05).sort((x, y) => y[1] - x[1]);
+  return `µs per cycle by command: ${shown.map(([cmd, us]) => `${cmd} ${(us / cycles).toFixed(1)}${cmd.startsWith('eval') ? ' (its calls included)' : ''}`).join(', ')}`;
 }
 
 async function run({ durationMs }: { durationMs: number }): Promise<BenchRow[]> {
@@ -123,13 +129,15 @@ async function run({ durationMs }: { durationMs: number }): Promise<BenchRow[]> 
     const solo = await interleaved([...names, SCRIPTS], async (impl) => {
       const one = impl === SCRIPTS ? await scriptsOnly(client(), `solo:${impl}`) : await byName.get(impl)!(client(), `solo:${impl}`);
       await admin.config('RESETSTAT');
+      const cpuBefore = processCpuUs(server.pid!);
       const r = await timeLoop(async () => (await one.acquire())(), durationMs);
-      const server = await serverCost(admin);
+      const serverCpuUsPerCycle = (processCpuUs(server.pid!) - cpuBefore) / r.calls;
+      const cost = await serverCost(admin);
       await one.close();
-      return { ...r, serverUsPerCycle: server.usec / r.calls, callsPerCycle: server.calls / r.calls };
+      return { ...r, serverCpuUsPerCycle, callsPerCycle: cost.calls / r.calls, byCommand: byCommandNote(cost.byCommand, r.calls) };
     }, (r) => r.opsPerSec);
     for (const [impl, { median: r, keys, all }] of solo) {
-      rows.push({ group: 'redis lock', scenario: 'uncontended acquire+release', impl, opsPerSec: r.opsPerSec, opsPerRound: all.map((a) => a.opsPerSec), p50Ms: r.p50Ms, p99Ms: r.p99Ms, notes: notes(`server: ${r.callsPerCycle.toFixed(2)} commands, ${r.serverUsPerCycle.toFixed(1)} µs per cycle`, cpuNote(all.map((a) => a.cpuUsPerCall)), spread(keys, 'ops/s')) });
+      rows.push({ group: 'redis lock', scenario: 'uncontended acquire+release', impl, opsPerSec: r.opsPerSec, opsPerRound: all.map((a) => a.opsPerSec), p50Ms: r.p50Ms, p99Ms: r.p99Ms, notes: notes(`server: ${r.callsPerCycle.toFixed(2)} commands per cycle`, cpuNote(all.map((a) => a.serverCpuUsPerCycle), 'server'), r.byCommand, cpuNote(all.map((a) => a.cpuUsPerCall)), spread(keys, 'ops/s')) });
     }
     const ten = await interleaved(names, async (impl) => {
       const contenders = await Promise.all(Array.from({ length: 10 }, () => byName.get(impl)!(client(), `ten:${impl}`)));
