@@ -14,6 +14,7 @@
  *
  * It prints one JSON line per event on stdout (the test reads them).
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { LeadershipManager, shutdownOnSignals, StaleFenceError } from '../../src/index.js';
 import { EtcdElection, EtcdSession } from '../../src/recipes/etcd/index.js';
@@ -35,12 +36,9 @@ manager.cron(expression, async ({ signal, fence, scheduledAt }) => {
   const tick = scheduledAt.toISOString();
   say('run', { tick, fence: String(fence) });
   // The report takes a while; it gives up the moment leadership may be lost.
-  await new Promise<void>((resolve, reject) => {
-    const t = setTimeout(resolve, 300);
-    signal.addEventListener('abort', () => (clearTimeout(t), reject(signal.reason)), { once: true });
-  }).catch((e: unknown) => {
+  await sleep(300, undefined, { signal }).catch((e: unknown) => {
     say('aborted', { tick, fence: String(fence) });
-    throw e;
+    throw signal.aborted ? signal.reason : e;
   });
   try {
     const { rowCount } = await reports.write(fence, (tx) =>

@@ -9,6 +9,7 @@
  * unit checks the lease, then takes 400 ms before its write — the window a GC pause hits),
  * { cmd: 'resign' } (hand leadership over: resign with a cooldown).
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { LeadershipManager, TermEndedError, shutdownOnSignals, type Candidate } from '../../src/index.js';
 import { EtcdElection, EtcdSession } from '../../src/recipes/etcd/index.js';
 import { LeaderLatch, ZkSession } from '../../src/recipes/zk/index.js';
@@ -21,12 +22,6 @@ async function candidate(): Promise<Candidate> {
   if (backend === 'etcd') return new EtcdElection(await EtcdSession.create({ hosts: [endpoint], ttlMs }), 'demo/leader', { id: name });
   return new LeaderLatch(await ZkSession.create({ connectionString: endpoint, ttlMs }), '/demo/leader', { id: name });
 }
-
-const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
-  new Promise((resolve, reject) => {
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => (clearTimeout(timer), reject(signal.reason)), { once: true });
-  });
 
 let slowNext = false;
 const manager = new LeadershipManager(await candidate(), { drainTimeoutMs: 3000, backoff: { initialMs: 50, maxMs: 300 } });
@@ -44,7 +39,7 @@ manager.onElected(async ({ signal, fence, term }) => {
     while (!signal.aborted) {
       unit++;
       inFlight = true;
-      await sleep(250, signal); // a unit of work in flight: the term's signal aborts it
+      await sleep(250, undefined, { signal }); // a unit of work in flight: the term's signal aborts it
       term.throwIfLost(); // the lease is still ours …
       if (slowNext) {
         slowNext = false;

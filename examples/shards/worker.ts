@@ -13,6 +13,7 @@
  *
  * It prints one JSON line per event on stdout (the test reads them).
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { shutdownOnSignals, ShardManager, StaleFenceError } from '../../src/index.js';
 import { EtcdElection, EtcdMembership, EtcdSession } from '../../src/recipes/etcd/index.js';
@@ -48,11 +49,10 @@ shards.onShardAcquired(async (shard, { signal, fence }) => {
       if (e instanceof StaleFenceError) return say('refused', { shard, fence: String(fence), highest: String(e.highest) }); // the shard's next owner has written
       say('write-failed', { shard, error: (e as Error).message });
     }
-    // The next unit of work; the drain waits for it when the shard moves.
-    await new Promise<void>((r) => {
-      const t = setTimeout(r, 200);
-      signal.addEventListener('abort', () => (clearTimeout(t), r()), { once: true });
-    });
+    // The next unit of work; the drain waits for it when the shard moves. (Node's timer drops its
+    // abort listener when it fires: one added per unit and never removed would pile up on the
+    // term's signal for as long as the term lasts.)
+    await sleep(200, undefined, { signal }).catch(() => undefined);
   }
 });
 shards.onShardReleased((shard, { reason, moved }) => say('released', { shard, reason, moved }));
