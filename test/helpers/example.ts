@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
 
 /** One JSON line an example printed. */
 export type Line = { event: string; id: string; fence?: string; reason?: string; [k: string]: unknown };
@@ -21,24 +22,12 @@ export function takeLeakWarnings(): string[] {
  */
 export function runExample(file: string, args: string[]): { child: ChildProcess; lines: Line[] } {
   const child = spawn(process.execPath, ['--import', 'tsx', file, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let err = '';
-  child.stderr!.on('data', (d: Buffer) => {
-    process.stderr.write(d);
-    err += d.toString();
-    for (let i = err.indexOf('\n'); i >= 0; i = err.indexOf('\n')) {
-      if (err.slice(0, i).includes('MaxListenersExceededWarning')) leakWarnings.push(`${file}: ${err.slice(0, i)}`);
-      err = err.slice(i + 1);
-    }
+  child.stderr!.on('data', (d: Buffer) => process.stderr.write(d));
+  createInterface({ input: child.stderr! }).on('line', (line: string) => {
+    if (line.includes('MaxListenersExceededWarning')) leakWarnings.push(`${file}: ${line}`);
   });
   const lines: Line[] = [];
-  let buf = '';
-  child.stdout!.on('data', (d: Buffer) => {
-    buf += d.toString();
-    for (let i = buf.indexOf('\n'); i >= 0; i = buf.indexOf('\n')) {
-      lines.push(JSON.parse(buf.slice(0, i)) as Line);
-      buf = buf.slice(i + 1);
-    }
-  });
+  createInterface({ input: child.stdout! }).on('line', (line: string) => lines.push(JSON.parse(line) as Line));
   return { child, lines };
 }
 
