@@ -12,6 +12,9 @@ export function setup(): void {
 export function teardown(): void {
   const leaked = reapOrphans();
   if (leaked.killed.length > 0 || leaked.removedDirs.length > 0) {
+    // Vitest 4 prints a global teardown's error ("error during close") but still exits 0: the
+    // exit code is what fails the run.
+    process.exitCode = 1;
     throw new Error(
       `test suite left resources behind (now cleaned up): ${JSON.stringify(leaked, null, 2)}`,
     );
