@@ -1,24 +1,21 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import { afterEach, expect } from 'vitest';
 
 /** One JSON line an example printed. */
 export type Line = { event: string; id: string; fence?: string; reason?: string; [k: string]: unknown };
 
-/** Listener-leak warnings the examples run since the last {@link takeLeakWarnings} printed. */
+/** Listener-leak warnings printed by the examples this test file ran, not yet checked. */
 const leakWarnings: string[] = [];
 
-/**
- * The `MaxListenersExceededWarning`s printed by the examples run since the last call (and forgets
- * them): an example whose loop adds a listener per unit of work to a signal that outlives it (a
- * term's) prints one once 11 pile up, and users copy examples.
- */
-export function takeLeakWarnings(): string[] {
-  return leakWarnings.splice(0);
-}
+// Every test that runs an example fails on a `MaxListenersExceededWarning` from it: an example
+// whose loop adds a listener per unit of work to a signal that outlives it (a term's) prints one
+// once 11 pile up, and users copy examples. (A test file importing this helper gets the check.)
+afterEach(() => expect(leakWarnings.splice(0)).toEqual([]));
 
 /**
  * Runs an example (`node --import tsx <file> …args`) as a user does, collecting the JSON lines it
- * prints; its stderr is passed through, and its listener-leak warnings kept for {@link takeLeakWarnings}.
+ * prints; its stderr is passed through, and a listener-leak warning in it fails the test.
  */
 export function runExample(file: string, args: string[]): { child: ChildProcess; lines: Line[] } {
   const child = spawn(process.execPath, ['--import', 'tsx', file, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });

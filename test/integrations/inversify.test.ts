@@ -1,11 +1,11 @@
 import 'reflect-metadata';
 import { Container, injectable } from 'inversify';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { currentTerm, Leader, LeadershipManager, type DemotionInfo, type TermContext } from '../../src/index.js';
 import { leadershipManagerId, leadershipModule } from '../../src/integrations/inversify/index.js';
 import { EtcdElection, EtcdSession, createEtcdClient } from '../../src/recipes/etcd/index.js';
 import { EtcdServer } from '../../src/testing/index.js';
-import { exited, runExample, takeLeakWarnings } from '../helpers/example.js';
+import { exited, runExample } from '../helpers/example.js';
 import { pollValue } from '../helpers/wait.js';
 
 /**
@@ -45,9 +45,6 @@ class Reports {
     return { fence, aborted: signal.aborted };
   }
 }
-
-// An example must not leak listeners onto a signal that outlives its work (users copy examples).
-afterEach(() => expect(takeLeakWarnings()).toEqual([]));
 
 describe('tenure/inversify', () => {
   it('activating the service starts its manager; unbinding the container resigns and drains it', async () => {

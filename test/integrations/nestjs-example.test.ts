@@ -1,9 +1,9 @@
 import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StaleFenceError } from '../../src/index.js';
 import { RedisFencedResource } from '../../src/recipes/redis/index.js';
 import { EtcdServer, RedisServer } from '../../src/testing/index.js';
-import { exited, runExample, type Line, takeLeakWarnings } from '../helpers/example.js';
+import { exited, runExample, type Line } from '../helpers/example.js';
 import { pollValue } from '../helpers/wait.js';
 
 /**
@@ -29,9 +29,6 @@ afterAll(async () => {
 
 const find = (c: { lines: Line[] }, event: string, from = 0): Line | undefined => c.lines.slice(from).find((l) => l.event === event);
 const ms = (from: Line, to: Line): number => Number(BigInt(to.t as string) - BigInt(from.t as string)) / 1e6;
-
-// An example must not leak listeners onto a signal that outlives its work (users copy examples).
-afterEach(() => expect(takeLeakWarnings()).toEqual([]));
 
 describe.each(['etcd', 'redis'] as const)('examples/nestjs on %s', (backend) => {
   it('SIGKILL: the next copy leads after the TTL with a higher fence and the dead leader\'s fence is refused; SIGTERM: the term drains, the lease is released, the process exits 0 and the next copy leads at once', async () => {

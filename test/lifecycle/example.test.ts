@@ -1,6 +1,6 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EtcdServer, ZooKeeperServer } from '../../src/testing/index.js';
-import { exited, runExample, takeLeakWarnings } from '../helpers/example.js';
+import { exited, runExample } from '../helpers/example.js';
 import { pollValue } from '../helpers/wait.js';
 
 /**
@@ -20,9 +20,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all([etcd?.stop(), zk?.stop()]);
 });
-
-// An example must not leak listeners onto a signal that outlives its work (users copy examples).
-afterEach(() => expect(takeLeakWarnings()).toEqual([]));
 
 describe('examples/active-passive', () => {
   for (const backend of ['etcd', 'zk'] as const) {
