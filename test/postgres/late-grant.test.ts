@@ -46,16 +46,22 @@ it('a try whose grant comes back after its own local deadline takes nothing, and
 });
 
 it('a wait that outlasts ttlMs − safetyMarginMs still gets a live lease, its deadline counted from a fresh round trip', async () => {
-  const a = await new PgSessionLock(pool, 'late-wait', TTL).acquire();
-  const b = new PgSessionLock(pool, 'late-wait', TTL);
+  // A TTL whose heartbeats (every ttlMs / 3, each with 1.5 s to come back) a suite running beside
+  // it on two cores does not starve: the lease must be lost only by the late grant, never by load.
+  const wait = { ttlMs: 2000, safetyMarginMs: 500 }; // the deadline: 1,500 ms after the send
+  const a = await new PgSessionLock(pool, 'late-wait', wait).acquire();
+  const b = new PgSessionLock(pool, 'late-wait', wait);
   const waiting = b.acquire({ timeoutMs: 10_000 });
-  await sleep(1000); // B's lock query has waited longer than its deadline
+  await sleep(2000); // B's lock query has waited longer than its deadline
   await a.release();
   const lease = await waiting;
-  expect(lease.lost).toBe(false);
-  expect(lease.remainingMs()).toBeGreaterThan(0);
-  await sleep(800); // heartbeats keep it past one TTL
-  expect(lease.lost).toBe(false);
-  await lease.release();
+  try {
+    expect(lease.lost).toBe(false);
+    expect(lease.remainingMs()).toBeGreaterThan(0);
+    await sleep(2500); // heartbeats keep it past one TTL
+    expect(lease.lost).toBe(false);
+  } finally {
+    await lease.release(); // (a failed check must not leave a pinned client for afterAll's pool.end())
+  }
   expect(await advisoryLocks(pool)).toEqual([]);
 });
