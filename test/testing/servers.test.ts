@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import {
   EtcdCluster,
   EtcdServer,
@@ -10,7 +10,7 @@ import {
 } from '../../src/testing/index.js';
 import { etcdClient, isAlive, pgClient, redisClient, zkClient, zkCreate, zkGet } from '../helpers/clients.js';
 import { eventually } from '../helpers/wait.js';
-import { processStartTime } from '../../src/testing/registry.js';
+import { liveResources, processStartTime } from '../../src/testing/registry.js';
 
 
 describe('single servers and 3-member clusters', () => {
@@ -202,6 +202,13 @@ describe('stop', () => {
     expect(isAlive(pid)).toBe(false);
     expect(existsSync(dir)).toBe(false);
     await expect(redis.start()).rejects.toMatchObject({ code: 'CLOSED' });
+  });
+
+  it("once its servers stopped, a process's exit handler has a few files to remove, not a data dir (Postgres keeps its template as one archive): a runner's SIGKILL 500 ms after SIGTERM does not cut it short", async () => {
+    const postgres = await new PostgresServer().start();
+    await postgres.stop();
+    const left = liveResources().dirs.flatMap((d) => readdirSync(d, { recursive: true, encoding: 'utf8' }));
+    expect(left.length, left.join('\n')).toBeLessThanOrEqual(3);
   });
 
   it('a cluster stop ends every member and removes every dir', async () => {
