@@ -30,29 +30,42 @@ export async function eventually<V>(check: () => V | Promise<V>, timeoutMs = T.w
 
 /**
  * Expires `session`'s ZooKeeper session from outside (Curator's KillSession): a second client
- * joins the same session id + password and closes it. The original client may win the session
- * back before the close lands, so this repeats until the session reports LOST.
+ * joins the same session id + password and closes it. The original client often wins the session
+ * back before the close lands (it reconnects within a millisecond of losing it to the second
+ * client): then the close expires nothing, and this tries again, until the session reports LOST.
  */
 export async function expireSession(connectionString: string, session: ZkSession): Promise<void> {
   let lost = false;
+  let wonBackAt: number | undefined;
   const onState = (st: string): void => {
     if (st === 'LOST') lost = true;
+    if (st === 'RECONNECTED') wonBackAt = performance.now();
   };
   session.on('state', onState);
   try {
-    for (let attempt = 0; attempt < 5 && !lost; attempt++) {
+    for (let attempt = 0; attempt < 10 && !lost; attempt++) {
+      wonBackAt = undefined;
       const c = session.client;
       const killer = zookeeper.createClient(connectionString, { sessionId: c.getSessionId(), sessionPassword: c.getSessionPassword(), sessionTimeout: session.ttlMs, retries: 0 } as never);
-      await new Promise<void>((resolve) => {
-        killer.once('connected', () => resolve());
+      // 'expired': an earlier attempt's close landed after all, and LOST is on its way.
+      const joined = await new Promise<boolean>((resolve) => {
+        killer.once('connected', () => resolve(true));
+        killer.once('expired', () => resolve(false));
         killer.connect();
       });
-      await new Promise<void>((resolve) => {
-        killer.once('disconnected', () => resolve());
+      if (joined) {
+        await new Promise<void>((resolve) => {
+          killer.once('disconnected', () => resolve());
+          killer.close();
+        });
+      } else {
         killer.close();
-      });
+      }
+      // A close that landed is heard at once; a session won back is reconnected and stays so.
       const until = performance.now() + session.ttlMs;
-      while (!lost && performance.now() < until) await new Promise((r) => setTimeout(r, 20));
+      while (!lost && performance.now() < until && !(wonBackAt !== undefined && performance.now() - wonBackAt > 500)) {
+        await new Promise((r) => setTimeout(r, 20));
+      }
     }
   } finally {
     session.off('state', onState);

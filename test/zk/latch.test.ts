@@ -62,7 +62,9 @@ describe('LeaderLatch', () => {
 
   it('campaigns again after session expiry, with a new node and a new fence, events firing once each', async () => {
     // The session policy, so that the SUSPENDED blip the expiry injection causes is not a term end.
-    const s = await openSession(zk.connectionString, { policy: 'session' });
+    // A TTL far above the expiry's few ms, so that the local deadline (which ends the term as
+    // 'deadline') cannot pass first while a loaded machine is slow to hear the server's expiry.
+    const s = await openSession(zk.connectionString, { policy: 'session', ttlMs: 10_000 });
     try {
       const latch = new LeaderLatch(s, '/latch/expiry', { id: 'solo' });
       const events: string[] = [];
